@@ -1,0 +1,69 @@
+"""Preflight must stop site.yml before any change, naming every offending host and the fix."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+INVENTORY = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
+
+
+FAULTS = Path(__file__).resolve().parents[1] / "faults.yml"
+
+
+def ansible_playbook(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    return subprocess.run(
+        ["ansible-playbook", "-i", str(INVENTORY), "-i", str(FAULTS), *args],
+        cwd=PROJECT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def broken_run():
+    return ansible_playbook("site.yml")
+
+
+EXPECTED = [
+    "Preflight found 6 problem(s); nothing was changed:",
+    "pf-nopy: no python3 on the host; install it (apt-get install python3) and rerun",
+    "pf-spare: in none of the node groups (management, compute, storage); add it to at least one",
+    "pf-gpu2: Debian 11 is not supported; install one of: Ubuntu 22.04, Ubuntu 24.04, Debian 12",
+    "pf-gpu2: runs Debian 11 while the other nodes run Debian 12; install the same OS release on every node",
+    "pf-gpu1, pf-spare: share the address 172.30.100.12; give each host its own gpulab_node_index (or gpulab_address)",
+    "pf-gpu1, pf-gpu2: share the hostname 'pf-gpu1'; give every node its own hostname",
+]
+
+
+def test_site_fails_in_preflight(broken_run):
+    assert broken_run.returncode == 2, broken_run.stdout[-3000:]
+
+
+@pytest.mark.parametrize("line", EXPECTED)
+def test_every_problem_is_named(broken_run, line):
+    assert line in broken_run.stdout, broken_run.stdout[-3000:]
+
+
+def test_one_failure_for_the_whole_cluster(broken_run):
+    assert broken_run.stdout.count("FAILED! =>") == 1
+
+
+def test_nothing_after_preflight_ran(broken_run):
+    assert "gpulab.cluster.common" not in broken_run.stdout
+    # Still no chrony anywhere: the base stage never started.
+    probe = subprocess.run(["docker", "exec", "pf-mgmt", "test", "-e", "/etc/chrony"], check=False)
+    assert probe.returncode == 1
+
+
+def test_healthy_subset_passes():
+    run = ansible_playbook("playbooks/preflight.yml", "--limit", "pf-mgmt,pf-gpu1")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "Preflight found" not in run.stdout

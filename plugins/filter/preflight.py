@@ -1,0 +1,121 @@
+"""Preflight rules for the whole cluster, as pure functions over inventory data and facts.
+
+`preflight_problems` returns one line per problem, each naming the hosts and what to fix,
+so an operator sees every problem of the cluster in one run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_addresses
+
+NODE_GROUPS = ("management", "compute", "storage")
+SUPPORTED_OS = ("Ubuntu 22.04", "Ubuntu 24.04", "Debian 12")
+
+
+def os_label(facts: Mapping[str, Any]) -> str:
+    """'Debian 12' (point releases are one release), 'Ubuntu 22.04'."""
+    distribution = facts.get("distribution", "unknown")
+    if distribution == "Debian":
+        version = facts.get("distribution_major_version", "?")
+    else:
+        version = facts.get("distribution_version", "?")
+    return f"{distribution} {version}"
+
+
+def _odd_ones(values: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The most common value and the hosts that differ from it (ties: first value sorted)."""
+    counts = Counter(values.values())
+    top = max(sorted(counts), key=lambda v: counts[v])
+    return top, sorted(h for h, v in values.items() if v != top)
+
+
+def _shared(values: Mapping[str, str]) -> dict[str, list[str]]:
+    by_value: dict[str, list[str]] = defaultdict(list)
+    for host, value in values.items():
+        by_value[value].append(host)
+    return {value: sorted(hosts) for value, hosts in sorted(by_value.items()) if len(hosts) > 1}
+
+
+def check_hosts(hosts: Mapping[str, Mapping[str, Any]], supported: Iterable[str] = SUPPORTED_OS) -> list[str]:
+    """Problems of a cluster described per host by: groups, python (bool), facts, address."""
+    supported = list(supported)
+    problems: list[str] = []
+    with_facts = {h: d["facts"] for h, d in hosts.items() if d.get("python") and d.get("facts")}
+
+    for host, data in sorted(hosts.items()):
+        if not set(data.get("groups", ())) & set(NODE_GROUPS):
+            problems.append(f"{host}: in none of the node groups ({', '.join(NODE_GROUPS)}); add it to at least one")
+        if not data.get("python"):
+            problems.append(f"{host}: no python3 on the host; install it (apt-get install python3) and rerun")
+
+    os_by_host = {h: os_label(f) for h, f in with_facts.items()}
+    for host, label in sorted(os_by_host.items()):
+        if label not in supported:
+            problems.append(f"{host}: {label} is not supported; install one of: {', '.join(supported)}")
+
+    if len(set(os_by_host.values())) > 1:
+        top, odd = _odd_ones(os_by_host)
+        for host in odd:
+            problems.append(
+                f"{host}: runs {os_by_host[host]} while the other nodes run {top}; "
+                "install the same OS release on every node"
+            )
+
+    kernels = {h: str(f.get("kernel", "unknown")) for h, f in with_facts.items()}
+    if len(set(kernels.values())) > 1:
+        top, odd = _odd_ones(kernels)
+        for host in odd:
+            problems.append(
+                f"{host}: runs kernel {kernels[host]} while the other nodes run {top}; "
+                "install the same kernel everywhere and reboot"
+            )
+
+    addresses = {h: d["address"] for h, d in hosts.items() if d.get("address")}
+    for address, owners in _shared(addresses).items():
+        problems.append(
+            f"{', '.join(owners)}: share the address {address}; "
+            "give each host its own gpulab_node_index (or gpulab_address)"
+        )
+
+    names = {h: str(f.get("hostname")) for h, f in with_facts.items() if f.get("hostname")}
+    for name, owners in _shared(names).items():
+        problems.append(f"{', '.join(owners)}: share the hostname '{name}'; give every node its own hostname")
+    return problems
+
+
+def preflight_problems(
+    hostvars: Mapping[str, Any],
+    hosts: list[str],
+    plan: Mapping[str, Any],
+    supported: Iterable[str] | None = None,
+) -> list[str]:
+    """Ansible filter: collect per-host data from hostvars, then run check_hosts."""
+    if not isinstance(plan, Mapping) or "networks" not in plan:
+        raise AnsibleFilterError("gpulab_network must be a mapping with a 'networks' entry")
+    problems: list[str] = []
+    try:
+        addresses = node_addresses(hostvars, hosts, dict(plan))
+    except AnsibleFilterError as exc:
+        addresses = {}
+        problems.append(str(exc))
+    described = {}
+    for host in hosts:
+        hv = hostvars[host]
+        probe = hv.get("__gpulab_python_probe") or {}
+        described[host] = {
+            "groups": list(hv.get("group_names", [])),
+            "python": probe.get("rc", 1) == 0,
+            "facts": dict(hv.get("ansible_facts") or {}),
+            "address": addresses.get(host),
+        }
+    return problems + check_hosts(described, supported or SUPPORTED_OS)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {"preflight_problems": preflight_problems}

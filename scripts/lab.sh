@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Create the container lab, run site.yml on it twice and print a summary:
+# the first run builds the cluster, the second must change nothing.
+#   --fresh   remove an existing lab first, then run site.yml --check --diff on the new one
+#             before converging (what `make test-lab` does)
+set -euo pipefail
+fresh=${1:-}
+cd "$(dirname "$0")/.."
+logdir=.cache/lab
+mkdir -p "$logdir"
+
+run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed seconds.
+  local start end name=$1
+  shift
+  start=$(date +%s)
+  if ! ansible-playbook site.yml "$@" >"$logdir/$name.log" 2>&1; then
+    tail -40 "$logdir/$name.log" >&2
+    echo "lab: site.yml failed ($name); full log: $logdir/$name.log" >&2
+    exit 1
+  fi
+  end=$(date +%s)
+  echo $((end - start))
+}
+
+changed_hosts() {  # hosts whose PLAY RECAP line reports changes
+  awk '/PLAY RECAP/ {r=1; next} r && /changed=/ {split($4, c, "="); if (c[2] > 0) print $1}' "$1"
+}
+
+if [ "$fresh" = --fresh ]; then
+  ansible-playbook playbooks/lab-destroy.yml >"$logdir/destroy.log" 2>&1 || { tail -30 "$logdir/destroy.log"; exit 1; }
+fi
+ansible-playbook playbooks/lab.yml >"$logdir/create.log" 2>&1 || { tail -30 "$logdir/create.log"; exit 1; }
+if [ "$fresh" = --fresh ]; then
+  check=$(run_site check --check --diff)
+fi
+first=$(run_site converge)
+second=$(run_site rerun)
+nodes=$(ansible all --list-hosts | tail -n +2 | xargs)
+
+echo
+echo "gpulab lab: nodes: $nodes"
+if [ -n "${check:-}" ]; then
+  echo "  site.yml --check --diff on the fresh lab: ${check}s   (log: $logdir/check.log)"
+fi
+echo "  site.yml first run:  ${first}s   (log: $logdir/converge.log)"
+echo "  site.yml second run: ${second}s   (log: $logdir/rerun.log)"
+changed=$(changed_hosts "$logdir/rerun.log")
+if [ -n "$changed" ]; then
+  echo "  second run CHANGED something on: $changed (it must change nothing)" >&2
+  exit 1
+fi
+echo "  second run: changed=0 on every host"
+echo "  use it: docker exec -it gpu1 bash | ansible all -m ping | make lab-destroy"

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Build the systemd test image the lab and the Molecule scenarios run on.
+#
+#   GPULAB_IMAGE_SOURCE=auto|offline|registry  (default auto: registry only when one answers)
+#   GPULAB_IMAGE_DISTRO=debian12|ubuntu2204|ubuntu2404  (registry path; offline is always debian12)
+#   GPULAB_TEST_IMAGE=name:tag                 (default gpulab/debian12-systemd:1)
+#   --force                                    rebuild even when the image exists
+#
+# The offline path needs only Debian's apt archive: debootstrap, then `docker import`.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+image=${GPULAB_TEST_IMAGE:-gpulab/debian12-systemd:1}
+source_kind=${GPULAB_IMAGE_SOURCE:-auto}
+distro=${GPULAB_IMAGE_DISTRO:-debian12}
+force=${1:-}
+ca_bundle=/etc/ssl/certs/ca-certificates.crt
+# Packages every scenario needs before Ansible can manage the node.
+packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates
+
+log() { printf 'build-image: %s\n' "$*" >&2; }
+
+if [ "$force" != "--force" ] && docker image inspect "$image" >/dev/null 2>&1; then
+  log "$image exists (use --force to rebuild)"
+  exit 0
+fi
+
+registry_answers() {
+  local base
+  case "$distro" in
+    debian12) base=debian:12 ;; ubuntu2204) base=ubuntu:22.04 ;; ubuntu2404) base=ubuntu:24.04 ;;
+    *) log "unknown GPULAB_IMAGE_DISTRO '$distro' (debian12, ubuntu2204, ubuntu2404)"; exit 2 ;;
+  esac
+  docker image inspect "$base" >/dev/null 2>&1 || timeout 30 docker pull -q "$base" >/dev/null 2>&1
+}
+
+build_registry() {
+  log "registry path: building $image from tests/images/Dockerfile.$distro"
+  local ctx
+  ctx=$(mktemp -d)
+  cp "$here/Dockerfile.$distro" "$ctx/Dockerfile"
+  cp "$here/container-fixups.sh" "$ctx/"
+  if [ -f "$ca_bundle" ]; then cp "$ca_bundle" "$ctx/ca-certificates.crt"; else : >"$ctx/ca-certificates.crt"; fi
+  docker build -q -t "$image" "$ctx" >/dev/null
+  rm -rf "$ctx"
+}
+
+mirror_uri() {
+  local f=/etc/apt/sources.list.d/debian.sources
+  if [ -f "$f" ] && grep -q '^URIs:' "$f"; then
+    awk '/^URIs:/ {print $2; exit}' "$f"
+  else
+    echo "${GPULAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+  fi
+}
+
+build_offline() {
+  command -v debootstrap >/dev/null || {
+    log "installing debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  }
+  local mirror
+  root=$(mktemp -d /var/tmp/gpulab-rootfs.XXXXXX)
+  trap 'rm -rf "$root"' EXIT
+  mirror=$(mirror_uri)
+  log "offline path: debootstrap bookworm from $mirror into $root"
+  debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >/var/tmp/gpulab-debootstrap.log 2>&1 || {
+    log "debootstrap failed; tail of /var/tmp/gpulab-debootstrap.log:"; tail -20 /var/tmp/gpulab-debootstrap.log >&2; exit 1; }
+
+  # The machine's apt sources (so containers reach the same mirror) and its CA bundle
+  # (HTTPS from containers fails certificate checks without it).
+  rm -f "$root/etc/apt/sources.list"
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/debian.sources"
+  else
+    sed "s|@MIRROR@|$mirror|" "$here/debian.sources.in" >"$root/etc/apt/sources.list.d/debian.sources"
+  fi
+  if [ -f "$ca_bundle" ]; then
+    cp "$ca_bundle" "$root/usr/local/share/ca-certificates/host-bundle.crt"
+    chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+  fi
+  "$here/container-fixups.sh" "$root"
+  chroot "$root" apt-get update -qq >/dev/null
+  apt_clean "$root"
+  tar -C "$root" -c . | docker import \
+    --change 'CMD ["/lib/systemd/systemd"]' \
+    --change 'ENV container=docker' - "$image" >/dev/null
+  rm -rf "$root"
+}
+
+apt_clean() {
+  # Package lists stay, as on an installed machine (check mode needs them); only downloads go.
+  rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/cache/apt/*.bin
+}
+
+case "$source_kind" in
+  registry) build_registry ;;
+  offline) build_offline ;;
+  auto)
+    if registry_answers; then build_registry; else
+      log "no container registry answers; using the offline path"
+      build_offline
+    fi ;;
+  *) log "unknown GPULAB_IMAGE_SOURCE '$source_kind' (auto, offline, registry)"; exit 2 ;;
+esac
+log "built $image"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Make a root filesystem boot systemd cleanly inside a Docker container.
+# Used by the offline build (argument: the root dir) and by the Dockerfiles (argument: /).
+set -euo pipefail
+root=${1:?root directory}
+
+# Each container gets its own machine id at first boot.
+: >"$root/etc/machine-id"
+# Units that need real hardware or a console and only fail or hang in a container.
+for unit in getty@tty1.service serial-getty@ttyS0.service console-getty.service \
+            systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service \
+            systemd-remount-fs.service sys-kernel-config.mount sys-kernel-debug.mount \
+            nvmf-autoconnect.service; do
+  ln -sf /dev/null "$root/etc/systemd/system/$unit"
+done
+# Start services after package installs (Debian's policy-rc.d would block them).
+rm -f "$root/usr/sbin/policy-rc.d"

@@ -1,0 +1,150 @@
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpulab.cluster.plugins.filter.preflight import check_hosts, os_label, preflight_problems
+
+PLAN = {"networks": {"management": {"subnet": "10.10.0.0/24"}}}
+
+
+def facts(distribution="Debian", version="12.11", major="12", kernel="6.1.0-37-amd64", hostname=None):
+    return {
+        "distribution": distribution,
+        "distribution_version": version,
+        "distribution_major_version": major,
+        "kernel": kernel,
+        "hostname": hostname,
+    }
+
+
+def node(name, groups=("compute",), python=True, address=None, **fact_args):
+    return {
+        "groups": list(groups),
+        "python": python,
+        "facts": facts(hostname=name, **fact_args) if python else {},
+        "address": address,
+    }
+
+
+def healthy_cluster():
+    return {
+        "mgmt1": node("mgmt1", groups=("management",), address="10.10.0.11"),
+        "gpu1": node("gpu1", address="10.10.0.13"),
+        "gpu2": node("gpu2", address="10.10.0.14"),
+    }
+
+
+def test_healthy_cluster_has_no_problems():
+    assert check_hosts(healthy_cluster()) == []
+
+
+@pytest.mark.parametrize(
+    ("facts_", "label"),
+    [
+        (facts(version="12.11", major="12"), "Debian 12"),
+        (facts("Ubuntu", "22.04", "22"), "Ubuntu 22.04"),
+        (facts("Ubuntu", "24.04", "24"), "Ubuntu 24.04"),
+        ({}, "unknown ?"),
+    ],
+)
+def test_os_label(facts_, label):
+    assert os_label(facts_) == label
+
+
+def test_host_in_no_node_group():
+    cluster = healthy_cluster()
+    cluster["spare"] = node("spare", groups=("ungrouped",), address="10.10.0.30")
+    assert check_hosts(cluster) == [
+        "spare: in none of the node groups (management, compute, storage); add it to at least one"
+    ]
+
+
+def test_missing_python_is_reported_and_its_facts_ignored():
+    cluster = healthy_cluster()
+    cluster["gpu3"] = node("gpu3", python=False, address="10.10.0.15")
+    assert check_hosts(cluster) == ["gpu3: no python3 on the host; install it (apt-get install python3) and rerun"]
+
+
+def test_unsupported_and_different_os_release():
+    cluster = healthy_cluster()
+    cluster["gpu2"] = node("gpu2", address="10.10.0.14", version="11.9", major="11")
+    assert check_hosts(cluster) == [
+        "gpu2: Debian 11 is not supported; install one of: Ubuntu 22.04, Ubuntu 24.04, Debian 12",
+        "gpu2: runs Debian 11 while the other nodes run Debian 12; install the same OS release on every node",
+    ]
+
+
+def test_supported_but_mixed_os_names_the_minority():
+    cluster = healthy_cluster()
+    cluster["gpu1"] = node("gpu1", address="10.10.0.13", distribution="Ubuntu", version="22.04", major="22")
+    assert check_hosts(cluster) == [
+        "gpu1: runs Ubuntu 22.04 while the other nodes run Debian 12; install the same OS release on every node"
+    ]
+
+
+def test_point_releases_count_as_one_release():
+    cluster = healthy_cluster()
+    cluster["gpu1"] = node("gpu1", address="10.10.0.13", version="12.7")
+    assert check_hosts(cluster) == []
+
+
+def test_different_kernel():
+    cluster = healthy_cluster()
+    cluster["gpu2"] = node("gpu2", address="10.10.0.14", kernel="6.1.0-41-amd64")
+    assert check_hosts(cluster) == [
+        "gpu2: runs kernel 6.1.0-41-amd64 while the other nodes run 6.1.0-37-amd64; "
+        "install the same kernel everywhere and reboot"
+    ]
+
+
+def test_shared_address_and_hostname():
+    cluster = healthy_cluster()
+    cluster["gpu2"]["address"] = "10.10.0.13"
+    cluster["gpu2"]["facts"]["hostname"] = "gpu1"
+    assert check_hosts(cluster) == [
+        "gpu1, gpu2: share the address 10.10.0.13; give each host its own gpulab_node_index (or gpulab_address)",
+        "gpu1, gpu2: share the hostname 'gpu1'; give every node its own hostname",
+    ]
+
+
+def test_supported_list_is_configurable():
+    assert check_hosts(healthy_cluster(), supported=["Ubuntu 24.04"])[0] == (
+        "gpu1: Debian 12 is not supported; install one of: Ubuntu 24.04"
+    )
+
+
+def _hostvars():
+    def hv(index, groups, rc=0, **fact_args):
+        return {
+            "gpulab_node_index": index,
+            "group_names": groups,
+            "__gpulab_python_probe": {"rc": rc},
+            "ansible_facts": facts(**fact_args) if rc == 0 else {},
+        }
+
+    return {
+        "mgmt1": hv(1, ["management"], hostname="mgmt1"),
+        "gpu1": hv(3, ["compute"], hostname="gpu1"),
+        "gpu2": hv(3, ["compute"], hostname="gpu2", version="11.9", major="11"),
+        "odd": hv(5, [], rc=127),
+    }
+
+
+def test_filter_collects_every_problem_in_one_list():
+    assert preflight_problems(_hostvars(), ["mgmt1", "gpu1", "gpu2", "odd"], PLAN) == [
+        "odd: in none of the node groups (management, compute, storage); add it to at least one",
+        "odd: no python3 on the host; install it (apt-get install python3) and rerun",
+        "gpu2: Debian 11 is not supported; install one of: Ubuntu 22.04, Ubuntu 24.04, Debian 12",
+        "gpu2: runs Debian 11 while the other nodes run Debian 12; install the same OS release on every node",
+        "gpu1, gpu2: share the address 10.10.0.13; give each host its own gpulab_node_index (or gpulab_address)",
+    ]
+
+
+def test_filter_reports_a_host_without_index():
+    hostvars = _hostvars()
+    del hostvars["odd"]["gpulab_node_index"]
+    problems = preflight_problems(hostvars, ["mgmt1", "odd"], PLAN)
+    assert problems[0] == "host odd has neither gpulab_node_index nor gpulab_address; set one in the inventory"
+
+
+def test_filter_refuses_a_plan_without_networks():
+    with pytest.raises(AnsibleFilterError, match="gpulab_network must be a mapping with a 'networks' entry"):
+        preflight_problems({}, [], {"fabric": "roce"})
