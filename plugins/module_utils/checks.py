@@ -1,0 +1,117 @@
+"""The check record every gpulab validation module returns, and how records become a verdict.
+
+A record is {check, status, value, threshold, unit, message, code}. `unavailable` means
+the check could not run (no GPU, no driver, tool missing): it is never a hardware fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PASS = "pass"
+WARN = "warn"
+FAIL = "fail"
+UNAVAILABLE = "unavailable"
+STATUSES = (PASS, WARN, FAIL, UNAVAILABLE)
+# How bad each status is, for the overall verdict (unavailable sits between pass and warn).
+SEVERITY = {PASS: 0, UNAVAILABLE: 1, WARN: 2, FAIL: 3}
+FAIL_ON_CHOICES = ("fail", "warn", "never")
+
+
+@dataclass(frozen=True)
+class Check:
+    check: str
+    status: str
+    message: str
+    value: Any = None
+    threshold: Any = None
+    unit: str | None = None
+    code: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def passed(check: str, message: str, **kw: Any) -> Check:
+    return Check(check, PASS, message, **kw)
+
+
+def warned(check: str, message: str, **kw: Any) -> Check:
+    return Check(check, WARN, message, **kw)
+
+
+def failed(check: str, message: str, **kw: Any) -> Check:
+    return Check(check, FAIL, message, **kw)
+
+
+def unavailable(check: str, message: str, **kw: Any) -> Check:
+    return Check(check, UNAVAILABLE, message, **kw)
+
+
+def at_least(check: str, value: float | None, threshold: float, unit: str, what: str, **kw: Any) -> Check:
+    """pass when value >= threshold, else fail; unavailable when value is None."""
+    if value is None:
+        return unavailable(check, f"{what}: no value reported", threshold=threshold, unit=unit, **kw)
+    if value >= threshold:
+        return passed(
+            check, f"{what} {value:g} {unit} >= {threshold:g}", value=value, threshold=threshold, unit=unit, **kw
+        )
+    return failed(
+        check, f"{what} {value:g} {unit} is below {threshold:g}", value=value, threshold=threshold, unit=unit, **kw
+    )
+
+
+def at_most(check: str, value: float | None, threshold: float, unit: str, what: str, **kw: Any) -> Check:
+    """pass when value <= threshold, else fail; unavailable when value is None."""
+    if value is None:
+        return unavailable(check, f"{what}: no value reported", threshold=threshold, unit=unit, **kw)
+    if value <= threshold:
+        return passed(
+            check, f"{what} {value:g} {unit} <= {threshold:g}", value=value, threshold=threshold, unit=unit, **kw
+        )
+    return failed(
+        check, f"{what} {value:g} {unit} exceeds {threshold:g}", value=value, threshold=threshold, unit=unit, **kw
+    )
+
+
+def overall(records: list[Check]) -> str:
+    """The worst status among the records (pass for none)."""
+    return max((r.status for r in records), key=SEVERITY.__getitem__, default=PASS)
+
+
+def failing(records: list[Check], fail_on: str) -> list[Check]:
+    """Records that should fail the task: fail_on=fail -> fail; warn -> warn or fail; never -> none."""
+    if fail_on not in FAIL_ON_CHOICES:
+        raise ValueError(f"fail_on must be one of {FAIL_ON_CHOICES}, got {fail_on!r}")
+    if fail_on == "never":
+        return []
+    bad = {FAIL} if fail_on == "fail" else {FAIL, WARN}
+    return [r for r in records if r.status in bad]
+
+
+def summary(records: list[Check]) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    for r in records:
+        counts[r.status] += 1
+    return counts
+
+
+def module_result(records: list[Check], fail_on: str, **extra: Any) -> tuple[dict[str, Any], str | None]:
+    """The module's return values, and a failure message when fail_on says the task must fail."""
+    result = {
+        "changed": False,
+        "status": overall(records),
+        "summary": summary(records),
+        "checks": [r.as_dict() for r in records],
+        **extra,
+    }
+    bad = failing(records, fail_on)
+    if not bad:
+        return result, None
+    lines = "; ".join(f"{r.check}: {r.message}" for r in bad)
+    return result, f"{len(bad)} check(s) at or above '{fail_on}': {lines}"

@@ -1,0 +1,263 @@
+#!/usr/bin/python
+"""Run nccl-tests, or judge saved output, and return gpulab check records."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nccl_test
+short_description: Run nccl-tests (or read its saved output) and judge correctness and bus bandwidth
+description:
+  - Runs one nccl-tests binary (C(all_reduce_perf), C(all_gather_perf), C(sendrecv_perf), ...) locally, or
+    across hosts with C(mpirun) or C(srun), with the NCCL environment given; or evaluates output saved
+    earlier (text or the C(-J) JSON file), for runs made through Slurm.
+  - Parses every nccl-tests output generation, with mpirun/srun prefixes and NCCL INFO lines mixed in.
+  - Returns check records C({check, status, value, threshold, unit, message, code}). Bandwidth is judged on
+    the large-message rows (never on the sweep average) against I(expected_busbw) or a value derived from
+    I(link_speed_gbps).
+  - A missing nccl-tests binary is reported as C(unavailable), not as a fault.
+version_added: 0.1.0
+author: gpulab developers
+options:
+  test:
+    description: The nccl-tests binary to run.
+    type: str
+    default: all_reduce_perf
+  tests_dir:
+    description: Directory holding the nccl-tests binaries.
+    type: path
+    default: /opt/nccl-tests/build
+  args:
+    description: Arguments for the binary. The default measures 256 MiB to 1 GiB, one GPU per rank.
+    type: list
+    elements: str
+    default: ['-b', '256M', '-e', '1G', '-f', '2', '-g', '1']
+  launcher:
+    description: How to start the ranks.
+    type: str
+    choices: [local, mpirun, srun]
+    default: local
+  hosts:
+    description: Hosts for C(mpirun) or C(srun), one entry per node.
+    type: list
+    elements: str
+    default: []
+  gpus_per_host:
+    description: Ranks (one per GPU) started on each host.
+    type: int
+    default: 1
+  env:
+    description: NCCL environment for the run (for example C(NCCL_SOCKET_IFNAME), C(NCCL_IB_HCA), C(NCCL_ALGO)).
+    type: dict
+    default: {}
+  output:
+    description: Saved nccl-tests stdout (or JSON text) to evaluate instead of running anything.
+    type: str
+  output_path:
+    description: A saved output file on the managed node (C(.json) files are read as the C(-J) JSON form).
+    type: path
+  rc:
+    description: Exit code of the saved run, when known (with I(output) or I(output_path)).
+    type: int
+  expected_busbw:
+    description: Expected bus bandwidth in GB/s for the large messages. Wins over I(link_speed_gbps).
+    type: float
+  link_speed_gbps:
+    description: Line rate of the link between the nodes in Gb/s; expected busbw is line rate / 8 x 0.96.
+    type: float
+  pass_ratio:
+    description: Fraction of the expected busbw that passes (0 < ratio <= 1).
+    type: float
+    default: 0.9
+  min_size:
+    description: Rows with at least this many bytes are judged for bandwidth (the largest size if none is).
+    type: int
+    default: 268435456
+  rdma_expected:
+    description: Warn when NCCL used TCP sockets (needs C(NCCL_DEBUG=INFO) in the output).
+    type: bool
+    default: false
+  timeout:
+    description: Seconds before a run is considered hung.
+    type: int
+    default: 900
+  fail_on:
+    description: Fail the task on records of this status or worse (C(never) only reports).
+    type: str
+    choices: [fail, warn, never]
+    default: fail
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; it runs the benchmark in check mode too.
+  diff_mode:
+    support: none
+notes:
+  - Two-node all_reduce can report more than the NIC carries unless C(NCCL_ALGO=Ring) is set.
+"""
+
+EXAMPLES = r"""
+- name: All-reduce between the GPU nodes over the 100GbE fabric
+  gpulab.cluster.nccl_test:
+    launcher: mpirun
+    hosts: "{{ groups['compute'] }}"
+    gpus_per_host: 2
+    env: {NCCL_ALGO: Ring, NCCL_DEBUG: INFO}
+    link_speed_gbps: 100
+    rdma_expected: true
+  run_once: true
+
+- name: Judge a run made earlier through Slurm
+  gpulab.cluster.nccl_test:
+    output_path: /shared/nccl/all_reduce.json
+    expected_busbw: 11.5
+"""
+
+RETURN = r"""
+status:
+  description: Worst status among the checks (pass, unavailable, warn, fail).
+  returned: always
+  type: str
+  sample: pass
+summary:
+  description: Number of checks per status.
+  returned: always
+  type: dict
+  sample: {pass: 4, warn: 0, fail: 0, unavailable: 0}
+checks:
+  description: Check records.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {check: nccl_busbw, status: pass, value: 11.69, threshold: 10.8, unit: GB/s,
+       message: "busbw at 1073741824-1073741824 B 11.69 GB/s >= 10.8", code: null}
+result:
+  description: The parsed run (version, collective, ranks, hosts, rows with size and busbw, footer values).
+  returned: when output was parsed
+  type: dict
+cmd:
+  description: The command that was run.
+  returned: when a run was made
+  type: list
+  elements: str
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
+    NcclParseError,
+    build_command,
+    evaluate,
+    expected_busbw,
+    parse_json,
+    parse_text,
+)
+
+
+def _parse(text: str):
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return parse_json(json.loads(stripped))
+    return parse_text(text)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            test=dict(type="str", default="all_reduce_perf"),
+            tests_dir=dict(type="path", default="/opt/nccl-tests/build"),
+            args=dict(type="list", elements="str", default=["-b", "256M", "-e", "1G", "-f", "2", "-g", "1"]),
+            launcher=dict(type="str", choices=["local", "mpirun", "srun"], default="local"),
+            hosts=dict(type="list", elements="str", default=[]),
+            gpus_per_host=dict(type="int", default=1),
+            env=dict(type="dict", default={}),
+            output=dict(type="str"),
+            output_path=dict(type="path"),
+            rc=dict(type="int"),
+            expected_busbw=dict(type="float"),
+            link_speed_gbps=dict(type="float"),
+            pass_ratio=dict(type="float", default=0.9),
+            min_size=dict(type="int", default=268435456),
+            rdma_expected=dict(type="bool", default=False),
+            timeout=dict(type="int", default=900),
+            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+        ),
+        mutually_exclusive=[("output", "output_path"), ("expected_busbw", "link_speed_gbps")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    for name in ("expected_busbw", "link_speed_gbps"):
+        if p[name] is not None and p[name] <= 0:
+            module.fail_json(msg=f"{name} must be greater than 0, got {p[name]}")
+    if not 0 < p["pass_ratio"] <= 1:
+        module.fail_json(msg=f"pass_ratio must be in (0, 1], got {p['pass_ratio']}")
+    if p["gpus_per_host"] < 1:
+        module.fail_json(msg=f"gpus_per_host must be at least 1, got {p['gpus_per_host']}")
+    if p["launcher"] != "local" and not p["hosts"] and p["output"] is None and p["output_path"] is None:
+        module.fail_json(msg=f"launcher={p['launcher']} needs hosts: the nodes to run on")
+
+    expected = p["expected_busbw"]
+    if expected is None and p["link_speed_gbps"] is not None:
+        expected = expected_busbw(p["link_speed_gbps"])
+
+    extra: dict = {}
+    rc = p["rc"]
+    if p["output"] is not None:
+        text = p["output"]
+    elif p["output_path"] is not None:
+        if not os.path.isfile(p["output_path"]):
+            module.fail_json(msg=f"output_path {p['output_path']} does not exist on {os.uname().nodename}")
+        with open(p["output_path"], encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    else:
+        binary = os.path.join(p["tests_dir"], p["test"])
+        if not os.access(binary, os.X_OK):
+            record = unavailable(
+                "nccl_run",
+                f"nccl-tests binary {binary} not found or not executable; "
+                "install nccl-tests (role nccl) or set tests_dir",
+                code="NCCL_TESTS_MISSING",
+            )
+            result, _ = module_result([record], p["fail_on"])
+            module.exit_json(**result)
+        cmd = build_command(
+            p["test"],
+            p["tests_dir"],
+            p["args"],
+            p["launcher"],
+            p["hosts"],
+            p["gpus_per_host"],
+            {k: str(v) for k, v in p["env"].items()},
+        )
+        run_env = {k: str(v) for k, v in p["env"].items()} if p["launcher"] == "local" else {}
+        rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=run_env)
+        text = out + ("\n" + err if err else "")
+        extra["cmd"] = cmd
+        if rc == 124:
+            text += f"\nTest timeout ({p['timeout']}s) gpulab nccl_test\n"
+
+    try:
+        parsed = _parse(text)
+    except (NcclParseError, json.JSONDecodeError) as exc:
+        module.fail_json(msg=f"could not parse nccl-tests output: {exc}", rc=rc, output_tail=text[-2000:], **extra)
+
+    records = evaluate(
+        parsed,
+        rc=rc,
+        expected=expected,
+        pass_ratio=p["pass_ratio"],
+        min_size=p["min_size"],
+        rdma_expected=p["rdma_expected"],
+    )
+    result, failure = module_result(records, p["fail_on"], result=parsed.as_dict(), **extra)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
