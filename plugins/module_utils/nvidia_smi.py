@@ -1,0 +1,661 @@
+"""GPU health from nvidia-smi (CSV, XML), NVML and the kernel log, as pure functions.
+
+Every collector returns the same normalised dict per GPU, so the checks in `evaluate`
+do not care where the numbers came from. A value the GPU does not report is None.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    Check,
+    at_most,
+    failed,
+    passed,
+    unavailable,
+    warned,
+)
+
+# (normalised key, current field name, field name on older drivers)
+QUERY_FIELDS = [
+    ("index", "index", "index"),
+    ("uuid", "uuid", "uuid"),
+    ("name", "name", "name"),
+    ("bus_id", "pci.bus_id", "pci.bus_id"),
+    ("driver_version", "driver_version", "driver_version"),
+    ("persistence_mode", "persistence_mode", "persistence_mode"),
+    ("temperature", "temperature.gpu", "temperature.gpu"),
+    ("power_draw", "power.draw", "power.draw"),
+    ("power_limit", "power.limit", "power.limit"),
+    ("pcie_gen", "pcie.link.gen.gpucurrent", "pcie.link.gen.current"),
+    ("pcie_gen_max", "pcie.link.gen.max", "pcie.link.gen.max"),
+    ("pcie_width", "pcie.link.width.current", "pcie.link.width.current"),
+    ("pcie_width_max", "pcie.link.width.max", "pcie.link.width.max"),
+    ("throttle_mask", "clocks_event_reasons.active", "clocks_throttle_reasons.active"),
+    ("ecc_uncorrected_volatile", "ecc.errors.uncorrected.volatile.total", "ecc.errors.uncorrected.volatile.total"),
+    ("ecc_uncorrected_aggregate", "ecc.errors.uncorrected.aggregate.total", "ecc.errors.uncorrected.aggregate.total"),
+    ("ecc_corrected_volatile", "ecc.errors.corrected.volatile.total", "ecc.errors.corrected.volatile.total"),
+    ("retired_pending", "retired_pages.pending", "retired_pages.pending"),
+    ("retired_sbe", "retired_pages.sbe", "retired_pages.sbe"),
+    ("retired_dbe", "retired_pages.dbe", "retired_pages.dbe"),
+]
+REMAP_FIELDS = (
+    "gpu_bus_id,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure"
+)
+
+# NVML clock event reason bits (nvmlClocksEventReason*).
+THROTTLE_BITS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clocks_setting",
+}
+THROTTLE_FAIL = {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+THROTTLE_WARN = {"sw_thermal_slowdown"}
+# XIDs caused by applications, not hardware (NVIDIA k8s-device-plugin's skip list).
+APPLICATION_XIDS = (13, 31, 43, 45, 68)
+# nvidia-smi exit codes that mean the hardware is at fault, not that checking was impossible.
+SMI_HARDWARE_EXITS = {14: "infoROM is corrupted", 15: "a GPU has fallen off the bus"}
+SMI_EXITS = {
+    6: "the query was unsuccessful",
+    9: "the NVIDIA driver is not loaded",
+    12: "the NVML library was not found",
+    255: "an internal driver error occurred",
+}
+
+_MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]"}
+_INT_KEYS = {
+    "index",
+    "pcie_gen",
+    "pcie_gen_max",
+    "pcie_width",
+    "pcie_width_max",
+    "ecc_uncorrected_volatile",
+    "ecc_uncorrected_aggregate",
+    "ecc_corrected_volatile",
+    "retired_sbe",
+    "retired_dbe",
+}
+_FLOAT_KEYS = {"temperature", "temperature_slowdown", "power_draw", "power_limit"}
+_BOOL_KEYS = {"persistence_mode", "retired_pending", "remap_pending", "remap_failure"}
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([^)]+)\): (\d+)(?:, (.*))?")
+
+
+class GpuParseError(ValueError):
+    """nvidia-smi output that cannot be read."""
+
+
+def _value(key: str, raw: str | None) -> Any:
+    if raw is None:
+        return None
+    text = raw.strip()
+    if text.lower() in _MISSING:
+        return None
+    try:
+        if key in _INT_KEYS:
+            return int(float(text.split()[0].rstrip("x")))
+        if key in _FLOAT_KEYS:
+            return float(text.split()[0])
+        if key in _BOOL_KEYS:
+            return {"yes": True, "1": True, "enabled": True, "no": False, "0": False, "disabled": False}[text.lower()]
+        if key == "throttle_mask":
+            return int(text, 16)
+    except (KeyError, ValueError) as exc:
+        raise GpuParseError(f"unexpected value {raw!r} for {key}") from exc
+    return text
+
+
+def _split_csv(line: str) -> list[str]:
+    return [cell.strip() for cell in line.split(",")]
+
+
+def parse_query_csv(text: str, old_names: bool = False) -> list[dict[str, Any]]:
+    """`nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,noheader,nounits` -> one dict per GPU."""
+    keys = [key for key, _, _ in QUERY_FIELDS]
+    gpus = []
+    for line in text.strip().splitlines():
+        if not line.strip():
+            continue
+        cells = _split_csv(line)
+        if len(cells) != len(keys):
+            raise GpuParseError(f"expected {len(keys)} comma-separated fields, got {len(cells)}: {line[:80]!r}")
+        gpus.append({key: _value(key, cell) for key, cell in zip(keys, cells, strict=True)})
+    return gpus
+
+
+def query_fields(old_names: bool = False) -> str:
+    return ",".join(old if old_names else new for _, new, old in QUERY_FIELDS)
+
+
+def parse_remapped_rows_csv(text: str) -> dict[str, dict[str, Any]]:
+    """`nvidia-smi --query-remapped-rows=<REMAP_FIELDS> --format=csv,noheader,nounits` -> by bus id."""
+    rows = {}
+    for line in text.strip().splitlines():
+        if not line.strip():
+            continue
+        cells = _split_csv(line)
+        if len(cells) != 5:
+            raise GpuParseError(f"expected 5 remapped-rows fields, got {len(cells)}: {line[:80]!r}")
+        bus, corr, unc, pending, failure = cells
+        rows[bus.upper()] = {
+            "remap_correctable": _value("index", corr),
+            "remap_uncorrectable": _value("index", unc),
+            "remap_pending": _value("remap_pending", pending),
+            "remap_failure": _value("remap_failure", failure),
+        }
+    return rows
+
+
+def _text(node: ET.Element, path: str) -> str | None:
+    found = node.find(path)
+    return found.text if found is not None and found.text is not None else None
+
+
+def _first(node: ET.Element, *paths: str) -> str | None:
+    for path in paths:
+        value = _text(node, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _throttle_from_xml(gpu: ET.Element) -> int | None:
+    reasons = gpu.find("clocks_event_reasons")
+    prefix = "clocks_event_reason_"
+    if reasons is None:
+        reasons, prefix = gpu.find("clocks_throttle_reasons"), "clocks_throttle_reason_"
+    if reasons is None:
+        return None
+    mask = 0
+    for bit, name in THROTTLE_BITS.items():
+        if (_text(reasons, prefix + name) or "").strip() == "Active":
+            mask |= bit
+    return mask
+
+
+def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """`nvidia-smi -q -x` -> (one dict per GPU, {driver_version, cuda_version})."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise GpuParseError(f"nvidia-smi XML does not parse: {exc}") from exc
+    if root.tag != "nvidia_smi_log":
+        raise GpuParseError(f"expected <nvidia_smi_log>, found <{root.tag}>")
+    driver = _text(root, "driver_version")
+    info = {"driver_version": driver, "cuda_version": _text(root, "cuda_version")}
+    gpus = []
+    for position, gpu in enumerate(root.findall("gpu")):
+        raw = {
+            "index": _text(gpu, "minor_number") or str(position),
+            "uuid": _text(gpu, "uuid"),
+            "name": _text(gpu, "product_name"),
+            "bus_id": gpu.get("id"),
+            "driver_version": driver,
+            "persistence_mode": _text(gpu, "persistence_mode"),
+            "temperature": _text(gpu, "temperature/gpu_temp"),
+            "temperature_slowdown": _text(gpu, "temperature/gpu_temp_slow_threshold"),
+            "power_draw": _first(gpu, "gpu_power_readings/power_draw", "power_readings/power_draw"),
+            "power_limit": _first(
+                gpu,
+                "gpu_power_readings/current_power_limit",
+                "power_readings/power_limit",
+                "power_readings/enforced_power_limit",
+            ),
+            "pcie_gen": _text(gpu, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"),
+            "pcie_gen_max": _text(gpu, "pci/pci_gpu_link_info/pcie_gen/max_link_gen"),
+            "pcie_width": _text(gpu, "pci/pci_gpu_link_info/link_widths/current_link_width"),
+            "pcie_width_max": _text(gpu, "pci/pci_gpu_link_info/link_widths/max_link_width"),
+            "ecc_uncorrected_volatile": _first(
+                gpu, "ecc_errors/volatile/dram_uncorrectable", "ecc_errors/volatile/double_bit/total"
+            ),
+            "ecc_uncorrected_aggregate": _first(
+                gpu, "ecc_errors/aggregate/dram_uncorrectable", "ecc_errors/aggregate/double_bit/total"
+            ),
+            "ecc_corrected_volatile": _first(
+                gpu, "ecc_errors/volatile/dram_correctable", "ecc_errors/volatile/single_bit/total"
+            ),
+            "retired_pending": _first(gpu, "retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
+            "retired_sbe": _text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count"),
+            "retired_dbe": _text(gpu, "retired_pages/double_bit_retirement/retired_count"),
+            "remap_correctable": _text(gpu, "remapped_rows/remapped_row_corr"),
+            "remap_uncorrectable": _text(gpu, "remapped_rows/remapped_row_unc"),
+            "remap_pending": _text(gpu, "remapped_rows/remapped_row_pending"),
+            "remap_failure": _text(gpu, "remapped_rows/remapped_row_failure"),
+        }
+        parsed = {}
+        for key, value in raw.items():
+            if key in ("remap_correctable", "remap_uncorrectable"):
+                parsed[key] = _value("index", value)
+            elif key == "temperature_slowdown":
+                parsed[key] = _value("temperature", value)
+            else:
+                parsed[key] = _value(key, value)
+        parsed["throttle_mask"] = _throttle_from_xml(gpu)
+        gpus.append(parsed)
+    return gpus, info
+
+
+def parse_nvlink_status(text: str) -> dict[int, dict[str, Any]]:
+    """`nvidia-smi nvlink --status` -> {gpu index: {links, inactive}}; empty output means no NVLink."""
+    result: dict[int, dict[str, Any]] = {}
+    current: int | None = None
+    for line in text.splitlines():
+        if m := re.match(r"^GPU (\d+):", line):
+            current = int(m.group(1))
+            result[current] = {"links": 0, "inactive": []}
+        elif current is not None and (m := re.match(r"^\s+Link (\d+): (.*)$", line)):
+            result[current]["links"] += 1
+            if "inactive" in m.group(2).lower():
+                result[current]["inactive"].append(int(m.group(1)))
+        elif current is not None and "all links are inactive" in line:
+            result[current]["all_inactive"] = True
+    return result
+
+
+def parse_xids(log: str) -> list[dict[str, Any]]:
+    """NVRM Xid lines from the kernel log -> [{code, bus, detail, line}]."""
+    events = []
+    for line in log.splitlines():
+        if m := _XID.search(line):
+            events.append(
+                {"bus": m.group(1), "code": int(m.group(2)), "detail": (m.group(3) or "").strip(), "line": line.strip()}
+            )
+    return events
+
+
+def throttle_reasons(mask: int | None) -> list[str]:
+    if mask is None:
+        return []
+    return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
+
+
+def merge_remapped_rows(gpus: list[dict[str, Any]], remap: dict[str, dict[str, Any]]) -> None:
+    """Add remapped-rows values to the GPUs (matched by bus id; nvidia-smi pads domains differently)."""
+
+    def tail(bus: str | None) -> str:
+        return (bus or "").upper().split(":", 1)[-1]
+
+    by_tail = {tail(bus): values for bus, values in remap.items()}
+    for gpu in gpus:
+        if values := by_tail.get(tail(gpu.get("bus_id"))):
+            gpu.update(values)
+
+
+def evaluate(
+    gpus: list[dict[str, Any]] | None,
+    *,
+    source: str,
+    expected_count: int | None = None,
+    expected_model: str | None = None,
+    driver_version: str | None = None,
+    ecc_corrected_max: int = 20_000_000,
+    remap_uncorrectable_max: int = 512,
+    retired_pages_max: int = 62,
+    temperature_margin_c: float = 5.0,
+    temperature_max_c: float = 85.0,
+    check_pcie_gen: bool = False,
+    require_persistence: bool = True,
+    nvlink: dict[int, dict[str, Any]] | None = None,
+    xids: list[dict[str, Any]] | None = None,
+    xid_ignore: tuple[int, ...] = APPLICATION_XIDS,
+    unavailable_reason: str | None = None,
+) -> list[Check]:
+    """Check records for one node. gpus=None means they could not be read (see unavailable_reason)."""
+    if gpus is None:
+        return [unavailable("gpu_query", unavailable_reason or "GPUs could not be queried", code="GPU_UNAVAILABLE")]
+    checks: list[Check] = []
+    if expected_count is not None:
+        if len(gpus) == expected_count:
+            checks.append(
+                passed("gpu_count", f"{len(gpus)} GPUs as expected", value=len(gpus), threshold=expected_count)
+            )
+        else:
+            checks.append(
+                failed(
+                    "gpu_count",
+                    f"{len(gpus)} GPUs found via {source}, {expected_count} expected",
+                    value=len(gpus),
+                    threshold=expected_count,
+                    code="GPU_MISSING",
+                )
+            )
+    for gpu in gpus:
+        checks += _gpu_checks(
+            gpu,
+            expected_model,
+            driver_version,
+            ecc_corrected_max,
+            remap_uncorrectable_max,
+            retired_pages_max,
+            temperature_margin_c,
+            temperature_max_c,
+            check_pcie_gen,
+            require_persistence,
+        )
+    if nvlink is not None:
+        checks += _nvlink_checks(nvlink)
+    if xids is not None:
+        checks.append(_xid_check(xids, xid_ignore))
+    return checks
+
+
+def _gpu_checks(
+    gpu,
+    expected_model,
+    driver_version,
+    ecc_corrected_max,
+    remap_max,
+    retired_max,
+    margin,
+    temp_max,
+    check_pcie_gen,
+    require_persistence,
+) -> list[Check]:
+    g = f"gpu{gpu.get('index')}"
+    out: list[Check] = []
+
+    def missing(check: str, what: str) -> Check:
+        return unavailable(f"{g}.{check}", f"{what} not reported by this GPU ({gpu.get('name')})")
+
+    if expected_model:
+        name = gpu.get("name") or ""
+        out.append(
+            passed(f"{g}.model", f"{name}", value=name, threshold=expected_model)
+            if expected_model in name
+            else failed(
+                f"{g}.model",
+                f"model {name!r}, expected {expected_model!r}",
+                value=name,
+                threshold=expected_model,
+                code="GPU_MODEL",
+            )
+        )
+    if driver_version:
+        found = gpu.get("driver_version") or ""
+        ok = found == driver_version or found.startswith(driver_version + ".")
+        out.append(
+            passed(f"{g}.driver", f"driver {found}", value=found, threshold=driver_version)
+            if ok
+            else failed(
+                f"{g}.driver",
+                f"driver {found}, pinned {driver_version}",
+                value=found,
+                threshold=driver_version,
+                code="DRIVER_MISMATCH",
+            )
+        )
+    unc = gpu.get("ecc_uncorrected_volatile")
+    out.append(
+        missing("ecc_uncorrected", "ECC")
+        if unc is None
+        else at_most(f"{g}.ecc_uncorrected", unc, 0, "errors", "uncorrectable ECC errors since driver load")
+    )
+    corr = gpu.get("ecc_corrected_volatile")
+    if corr is not None:
+        out.append(at_most(f"{g}.ecc_corrected", corr, ecc_corrected_max, "errors", "correctable ECC errors"))
+    if gpu.get("remap_pending") is not None or gpu.get("remap_failure") is not None:
+        if gpu.get("remap_failure"):
+            out.append(
+                failed(
+                    f"{g}.row_remap", "row remapping failed: replace the GPU", value="failure", code="ROW_REMAP_FAILURE"
+                )
+            )
+        elif gpu.get("remap_pending"):
+            out.append(
+                failed(
+                    f"{g}.row_remap",
+                    "row remap pending: reset the GPU (or reboot)",
+                    value="pending",
+                    code="ROW_REMAP_PENDING",
+                )
+            )
+        elif (gpu.get("remap_uncorrectable") or 0) > remap_max:
+            out.append(
+                failed(
+                    f"{g}.row_remap",
+                    f"{gpu['remap_uncorrectable']} uncorrectable remapped rows",
+                    value=gpu["remap_uncorrectable"],
+                    threshold=remap_max,
+                    code="ROW_REMAP_COUNT",
+                )
+            )
+        else:
+            out.append(
+                passed(
+                    f"{g}.row_remap",
+                    "no remap pending or failed",
+                    value=gpu.get("remap_uncorrectable"),
+                    threshold=remap_max,
+                )
+            )
+    retired = [gpu.get("retired_sbe"), gpu.get("retired_dbe")]
+    if gpu.get("retired_pending"):
+        out.append(failed(f"{g}.retired_pages", "page retirement pending: reboot to retire", code="RETIRED_PENDING"))
+    elif any(v is not None for v in retired):
+        out.append(at_most(f"{g}.retired_pages", sum(v or 0 for v in retired), retired_max, "pages", "retired pages"))
+    reasons = throttle_reasons(gpu.get("throttle_mask"))
+    if gpu.get("throttle_mask") is None:
+        out.append(missing("throttle", "clock event reasons"))
+    elif bad := THROTTLE_FAIL.intersection(reasons):
+        out.append(
+            failed(
+                f"{g}.throttle",
+                f"hardware slowdown active: {', '.join(sorted(bad))}",
+                value=hex(gpu["throttle_mask"]),
+                code="GPU_HW_SLOWDOWN",
+            )
+        )
+    elif warn := THROTTLE_WARN.intersection(reasons):
+        out.append(warned(f"{g}.throttle", f"throttled: {', '.join(sorted(warn))}", value=hex(gpu["throttle_mask"])))
+    else:
+        out.append(
+            passed(
+                f"{g}.throttle", f"no slowdown ({', '.join(reasons) or 'none active'})", value=hex(gpu["throttle_mask"])
+            )
+        )
+    width, width_max = gpu.get("pcie_width"), gpu.get("pcie_width_max")
+    if width is None or width_max is None:
+        out.append(missing("pcie_width", "PCIe link width"))
+    elif width < width_max:
+        out.append(
+            failed(
+                f"{g}.pcie_width",
+                f"PCIe link x{width}, capable of x{width_max}: reseat or check the slot",
+                value=width,
+                threshold=width_max,
+                code="PCIE_DOWNTRAINED",
+            )
+        )
+    else:
+        out.append(passed(f"{g}.pcie_width", f"PCIe x{width}", value=width, threshold=width_max))
+    if check_pcie_gen and gpu.get("pcie_gen") is not None and gpu.get("pcie_gen_max") is not None:
+        gen, gen_max = gpu["pcie_gen"], gpu["pcie_gen_max"]
+        out.append(
+            passed(f"{g}.pcie_gen", f"PCIe gen {gen}", value=gen, threshold=gen_max)
+            if gen >= gen_max
+            else failed(
+                f"{g}.pcie_gen",
+                f"PCIe gen {gen} under load, capable of {gen_max}",
+                value=gen,
+                threshold=gen_max,
+                code="PCIE_GEN",
+            )
+        )
+    if gpu.get("persistence_mode") is None:
+        out.append(missing("persistence", "persistence mode"))
+    elif gpu["persistence_mode"]:
+        out.append(passed(f"{g}.persistence", "persistence mode enabled", value="Enabled"))
+    elif require_persistence:
+        out.append(
+            warned(
+                f"{g}.persistence",
+                "persistence mode disabled: enable nvidia-persistenced",
+                value="Disabled",
+                threshold="Enabled",
+            )
+        )
+    temp = gpu.get("temperature")
+    slowdown = gpu.get("temperature_slowdown")
+    if temp is None:
+        out.append(missing("temperature", "temperature"))
+    elif slowdown is not None:
+        limit = slowdown - margin
+        out.append(
+            passed(f"{g}.temperature", f"{temp:g} C, slowdown at {slowdown:g} C", value=temp, threshold=limit, unit="C")
+            if temp < limit
+            else warned(
+                f"{g}.temperature",
+                f"{temp:g} C is within {margin:g} C of slowdown at {slowdown:g} C",
+                value=temp,
+                threshold=limit,
+                unit="C",
+                code="GPU_HOT",
+            )
+        )
+    else:
+        out.append(
+            passed(f"{g}.temperature", f"{temp:g} C", value=temp, threshold=temp_max, unit="C")
+            if temp <= temp_max
+            else warned(
+                f"{g}.temperature",
+                f"{temp:g} C above {temp_max:g} C",
+                value=temp,
+                threshold=temp_max,
+                unit="C",
+                code="GPU_HOT",
+            )
+        )
+    draw, limit_w = gpu.get("power_draw"), gpu.get("power_limit")
+    if draw is None or limit_w is None:
+        out.append(missing("power", "power draw or limit"))
+    else:
+        out.append(
+            passed(f"{g}.power", f"{draw:g} W of {limit_w:g} W", value=draw, threshold=limit_w, unit="W")
+            if draw <= limit_w
+            else warned(
+                f"{g}.power",
+                f"drawing {draw:g} W over its {limit_w:g} W limit",
+                value=draw,
+                threshold=limit_w,
+                unit="W",
+                code="GPU_POWER",
+            )
+        )
+    return out
+
+
+def _nvlink_checks(nvlink: dict[int, dict[str, Any]]) -> list[Check]:
+    if not nvlink:
+        return [passed("nvlink", "no NVLink on this node", value=0)]
+    out = []
+    for index, state in sorted(nvlink.items()):
+        down = state.get("inactive", [])
+        if state.get("all_inactive") or down:
+            what = "all links" if state.get("all_inactive") else f"links {down}"
+            out.append(
+                failed(
+                    f"gpu{index}.nvlink", f"NVLink {what} inactive", value=len(down), threshold=0, code="NVLINK_DOWN"
+                )
+            )
+        else:
+            out.append(passed(f"gpu{index}.nvlink", f"{state['links']} NVLink links active", value=state["links"]))
+    return out
+
+
+def _xid_check(xids: list[dict[str, Any]], ignore: tuple[int, ...]) -> Check:
+    hardware = [x for x in xids if x["code"] not in ignore]
+    if hardware:
+        codes = sorted({x["code"] for x in hardware})
+        return failed(
+            "xid",
+            f"{len(hardware)} hardware XID event(s), codes {codes}; last: {hardware[-1]['line']}",
+            value=len(hardware),
+            threshold=0,
+            code="GPU_XID",
+        )
+    app = sorted({x["code"] for x in xids})
+    note = f" (application XIDs {app} ignored)" if app else ""
+    return passed("xid", f"no hardware XID errors in the kernel log{note}", value=0, threshold=0)
+
+
+def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Read the same values through NVML (the `pynvml` module of nvidia-ml-py, passed in)."""
+    nvml.nvmlInit()
+    try:
+        driver = _decode(nvml.nvmlSystemGetDriverVersion())
+        gpus = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(index)
+
+            def get(fn: str, *args: Any, handle: Any = h) -> Any:
+                try:
+                    return getattr(nvml, fn)(handle, *args)
+                except nvml.NVMLError:
+                    return None
+
+            gpu: dict[str, Any] = {
+                "index": index,
+                "uuid": _decode(get("nvmlDeviceGetUUID")),
+                "name": _decode(get("nvmlDeviceGetName")),
+                "bus_id": _decode(getattr(get("nvmlDeviceGetPciInfo"), "busId", None)),
+                "driver_version": driver,
+                "persistence_mode": None if (pm := get("nvmlDeviceGetPersistenceMode")) is None else bool(pm),
+                "temperature": _num(get("nvmlDeviceGetTemperature", nvml.NVML_TEMPERATURE_GPU)),
+                "temperature_slowdown": _num(
+                    get("nvmlDeviceGetTemperatureThreshold", nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+                ),
+                "power_draw": _milli(get("nvmlDeviceGetPowerUsage")),
+                "power_limit": _milli(get("nvmlDeviceGetEnforcedPowerLimit")),
+                "pcie_gen": get("nvmlDeviceGetCurrPcieLinkGeneration"),
+                "pcie_gen_max": get("nvmlDeviceGetMaxPcieLinkGeneration"),
+                "pcie_width": get("nvmlDeviceGetCurrPcieLinkWidth"),
+                "pcie_width_max": get("nvmlDeviceGetMaxPcieLinkWidth"),
+                "throttle_mask": get("nvmlDeviceGetCurrentClocksEventReasons")
+                if hasattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons")
+                else get("nvmlDeviceGetCurrentClocksThrottleReasons"),
+                "ecc_uncorrected_volatile": get(
+                    "nvmlDeviceGetTotalEccErrors", nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC
+                ),
+                "ecc_uncorrected_aggregate": get(
+                    "nvmlDeviceGetTotalEccErrors", nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_AGGREGATE_ECC
+                ),
+                "ecc_corrected_volatile": get(
+                    "nvmlDeviceGetTotalEccErrors", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC
+                ),
+                "retired_pending": None,
+                "retired_sbe": None,
+                "retired_dbe": None,
+            }
+            remap = get("nvmlDeviceGetRemappedRows")
+            if remap is not None:
+                corr, unc, pending, failure = remap
+                gpu.update(
+                    remap_correctable=corr,
+                    remap_uncorrectable=unc,
+                    remap_pending=bool(pending),
+                    remap_failure=bool(failure),
+                )
+            gpus.append(gpu)
+        return gpus, {"driver_version": driver}
+    finally:
+        nvml.nvmlShutdown()
+
+
+def _decode(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _milli(value: Any) -> float | None:
+    return None if value is None else round(value / 1000.0, 2)

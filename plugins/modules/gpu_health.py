@@ -1,0 +1,308 @@
+#!/usr/bin/python
+"""Check the NVIDIA GPUs of a node and return gpulab check records."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_health
+short_description: Check a node's NVIDIA GPUs (count, model, driver pin, ECC, remaps, throttling, PCIe, XID)
+description:
+  - Reads the GPUs through NVML (the C(nvidia-ml-py) bindings) when they are importable, else through
+    C(nvidia-smi) (CSV query, or the C(-q -x) XML), and the kernel log for XID errors.
+  - "Checks: GPU count and model against the inventory, driver version against the pin, uncorrectable and
+    correctable ECC, row remap pending/failure/count, retired pages, active clock slowdown reasons, PCIe link
+    width (and generation when asked), persistence mode, temperature margin to slowdown, power draw against the
+    limit, NVLink links, XID errors (application XIDs excluded)."
+  - A node without the driver, the tools or a GPU gets C(unavailable) records that say what was missing; that
+    is never reported as a hardware fault. C(nvidia-smi) exit codes 14 and 15 (infoROM corrupted, GPU fallen
+    off the bus) are faults.
+version_added: 0.1.0
+author: gpulab developers
+options:
+  source:
+    description: Where GPU values come from. C(auto) tries NVML, then C(nvidia-smi).
+    type: str
+    choices: [auto, nvml, csv, xml]
+    default: auto
+  expected_count:
+    description: Number of GPUs the node must have (at least 1).
+    type: int
+  expected_model:
+    description: Text the GPU name must contain, for example C(RTX 4090).
+    type: str
+  driver_version:
+    description: The pinned driver; C(550) matches C(550.127.05).
+    type: str
+  ecc_corrected_max:
+    description: Correctable ECC errors since driver load above which the GPU fails.
+    type: int
+    default: 20000000
+  remap_uncorrectable_max:
+    description: Uncorrectable remapped rows above which the GPU fails (DCGM uses 512).
+    type: int
+    default: 512
+  retired_pages_max:
+    description: Retired pages above which the GPU fails (DCGM fails at 63).
+    type: int
+    default: 62
+  temperature_margin_c:
+    description: Warn when the GPU is within this many degrees of its slowdown temperature.
+    type: float
+    default: 5
+  temperature_max_c:
+    description: Warn above this temperature when the GPU reports no slowdown threshold.
+    type: float
+    default: 85
+  check_pcie_gen:
+    description: Also require the maximum PCIe generation. Only meaningful under load, as idle GPUs drop to gen 1.
+    type: bool
+    default: false
+  require_persistence:
+    description: Warn when persistence mode is disabled.
+    type: bool
+    default: true
+  check_nvlink:
+    description: Check NVLink links with C(nvidia-smi nvlink --status).
+    type: bool
+    default: true
+  xid_window_hours:
+    description: How far back the kernel log is searched for XID errors; 0 skips the XID check.
+    type: int
+    default: 24
+  xid_ignore:
+    description: XID codes caused by applications, not hardware.
+    type: list
+    elements: int
+    default: [13, 31, 43, 45, 68]
+  fail_on:
+    description: Fail the task on records of this status or worse (C(never) only reports).
+    type: str
+    choices: [fail, warn, never]
+    default: fail
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; it checks in check mode too.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Hold each GPU node to the inventory
+  gpulab.cluster.gpu_health:
+    expected_count: "{{ gpulab_gpu_count }}"
+    expected_model: "{{ gpulab_gpu_model }}"
+    driver_version: "{{ gpulab_versions.nvidia_driver_branch }}"
+  register: gpu
+
+- name: Report only, never fail
+  gpulab.cluster.gpu_health:
+    fail_on: never
+"""
+
+RETURN = r"""
+status:
+  description: Worst status among the checks (pass, unavailable, warn, fail).
+  returned: always
+  type: str
+  sample: pass
+summary:
+  description: Number of checks per status.
+  returned: always
+  type: dict
+checks:
+  description: Check records C({check, status, value, threshold, unit, message, code}), per GPU as C(gpuN.<check>).
+  returned: always
+  type: list
+  elements: dict
+gpus:
+  description: The values read per GPU (index, name, bus_id, temperature, power, PCIe, ECC, remaps, throttle mask).
+  returned: always
+  type: list
+  elements: dict
+source:
+  description: Where the values came from (nvml, nvidia-smi csv, nvidia-smi xml, none).
+  returned: always
+  type: str
+xids:
+  description: XID events found in the kernel log window.
+  returned: when the kernel log was read
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import failed, module_result, unavailable
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+
+
+def _nvml_gpus():
+    """(gpus, reason). gpus is None when NVML cannot be used; reason says why."""
+    try:
+        import pynvml  # noqa: PLC0415 - optional dependency (nvidia-ml-py)
+    except ImportError:
+        return None, "nvidia-ml-py is not installed"
+    try:
+        gpus, _ = smi.collect_nvml(pynvml)
+    except pynvml.NVMLError as exc:
+        return None, f"NVML: {exc}"
+    return gpus, None
+
+
+def _smi_gpus(module, smi_path, fmt):
+    """(gpus, reason, fault). fault is a check record when nvidia-smi reports broken hardware."""
+    if fmt == "xml":
+        rc, out, err = module.run_command([smi_path, "-q", "-x"], environ_update=C_LOCALE)
+    else:
+        rc, out, err = module.run_command(
+            [smi_path, f"--query-gpu={smi.query_fields()}", "--format=csv,noheader,nounits"], environ_update=C_LOCALE
+        )
+        if rc != 0 and "field" in (out + err).lower():  # older driver: retry with the old field names
+            rc, out, err = module.run_command(
+                [smi_path, f"--query-gpu={smi.query_fields(old_names=True)}", "--format=csv,noheader,nounits"],
+                environ_update=C_LOCALE,
+            )
+    if rc in smi.SMI_HARDWARE_EXITS:
+        reason = smi.SMI_HARDWARE_EXITS[rc]
+        return None, reason, failed("gpu_query", f"nvidia-smi exited {rc}: {reason}", value=rc, code="GPU_HARDWARE")
+    if rc != 0:
+        reason = smi.SMI_EXITS.get(rc, (err or out).strip()[:200] or "unknown error")
+        return None, f"nvidia-smi exited {rc}: {reason}", None
+    try:
+        if fmt == "xml":
+            gpus, _ = smi.parse_query_xml(out)
+        else:
+            gpus = smi.parse_query_csv(out)
+            rc, out, _ = module.run_command(
+                [smi_path, f"--query-remapped-rows={smi.REMAP_FIELDS}", "--format=csv,noheader,nounits"],
+                environ_update=C_LOCALE,
+            )
+            if rc == 0:  # pre-Ampere GPUs have no row remapping
+                smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(out))
+    except smi.GpuParseError as exc:
+        module.fail_json(msg=f"could not read nvidia-smi output: {exc}", output=out[:2000])
+    return gpus, None, None
+
+
+def _kernel_log(module, hours):
+    """(text, reason): the kernel log of the last `hours`, from the journal or dmesg."""
+    journalctl = module.get_bin_path("journalctl")
+    if journalctl:
+        rc, out, err = module.run_command(
+            [journalctl, "-k", "-o", "short-iso", "--no-pager", "--since", f"-{hours}h"], environ_update=C_LOCALE
+        )
+        if rc == 0 and out.strip() and "No entries" not in out[:200]:
+            return out, None
+    dmesg = module.get_bin_path("dmesg")
+    if dmesg:
+        rc, out, err = module.run_command([dmesg, "--time-format", "iso"], environ_update=C_LOCALE)
+        if rc == 0:
+            return out, None
+        return None, f"dmesg exited {rc}: {err.strip()[:120]}"
+    return None, "neither journalctl nor dmesg is available"
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            source=dict(type="str", choices=["auto", "nvml", "csv", "xml"], default="auto"),
+            expected_count=dict(type="int"),
+            expected_model=dict(type="str"),
+            driver_version=dict(type="str"),
+            ecc_corrected_max=dict(type="int", default=20_000_000),
+            remap_uncorrectable_max=dict(type="int", default=512),
+            retired_pages_max=dict(type="int", default=62),
+            temperature_margin_c=dict(type="float", default=5.0),
+            temperature_max_c=dict(type="float", default=85.0),
+            check_pcie_gen=dict(type="bool", default=False),
+            require_persistence=dict(type="bool", default=True),
+            check_nvlink=dict(type="bool", default=True),
+            xid_window_hours=dict(type="int", default=24),
+            xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
+            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["expected_count"] is not None and p["expected_count"] < 1:
+        module.fail_json(
+            msg=f"expected_count must be at least 1, got {p['expected_count']}; leave it unset on nodes without GPUs"
+        )
+    for name in (
+        "ecc_corrected_max",
+        "remap_uncorrectable_max",
+        "retired_pages_max",
+        "temperature_margin_c",
+        "temperature_max_c",
+        "xid_window_hours",
+    ):
+        if p[name] < 0:
+            module.fail_json(msg=f"{name} must be 0 or more, got {p[name]}")
+
+    gpus, reason, fault, source = None, None, None, "none"
+    reasons = []
+    if p["source"] in ("auto", "nvml"):
+        gpus, reason = _nvml_gpus()
+        source = "nvml"
+        if gpus is None:
+            reasons.append(reason)
+    smi_path = module.get_bin_path("nvidia-smi")
+    if gpus is None and p["source"] != "nvml":
+        if smi_path:
+            fmt = "xml" if p["source"] == "xml" else "csv"
+            gpus, reason, fault = _smi_gpus(module, smi_path, fmt)
+            source = f"nvidia-smi {fmt}"
+            if gpus is None:
+                reasons.append(reason)
+        else:
+            reasons.append("nvidia-smi is not installed")
+            source = "none"
+    if gpus == [] and p["expected_count"] is None:
+        gpus, reasons = None, [f"{source} lists no GPU"]
+
+    nvlink = None
+    if gpus and p["check_nvlink"] and smi_path:
+        rc, out, _ = module.run_command([smi_path, "nvlink", "--status"], environ_update=C_LOCALE)
+        nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
+
+    xids, log_records, extra = None, [], {}
+    if p["xid_window_hours"] > 0 and (gpus is not None or fault is not None):
+        log, why = _kernel_log(module, p["xid_window_hours"])
+        if log is None:
+            log_records.append(unavailable("xid", f"kernel log not readable: {why}"))
+        else:
+            xids = smi.parse_xids(log)
+            extra["xids"] = xids
+
+    records = smi.evaluate(
+        gpus,
+        source=source,
+        expected_count=p["expected_count"],
+        expected_model=p["expected_model"],
+        driver_version=p["driver_version"],
+        ecc_corrected_max=p["ecc_corrected_max"],
+        remap_uncorrectable_max=p["remap_uncorrectable_max"],
+        retired_pages_max=p["retired_pages_max"],
+        temperature_margin_c=p["temperature_margin_c"],
+        temperature_max_c=p["temperature_max_c"],
+        check_pcie_gen=p["check_pcie_gen"],
+        require_persistence=p["require_persistence"],
+        nvlink=nvlink,
+        xids=xids,
+        xid_ignore=tuple(p["xid_ignore"]),
+        unavailable_reason="; ".join(reasons) + ": nothing to check on this node (no NVIDIA driver or GPU)",
+    )
+    if fault is not None:  # nvidia-smi said the hardware is broken: that, not "unavailable"
+        records = [fault]
+    records += log_records
+    result, failure = module_result(records, p["fail_on"], gpus=gpus or [], source=source, **extra)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
+
+
+def read(name):
+    return (FIXTURES / name).read_text()
+
+
+def by_check(records):
+    return {r.check: r for r in records}
+
+
+def test_query_fields_new_and_old_names():
+    assert "pcie.link.gen.gpucurrent" in smi.query_fields()
+    assert "clocks_event_reasons.active" in smi.query_fields()
+    old = smi.query_fields(old_names=True)
+    assert "pcie.link.gen.current" in old and "clocks_throttle_reasons.active" in old
+    assert len(old.split(",")) == len(smi.QUERY_FIELDS) == 20
+
+
+def test_csv_geforce_with_na_fields():
+    gpus = smi.parse_query_csv(read("query_rtx4090_550.csv"))
+    assert len(gpus) == 2
+    assert gpus[0] == {
+        "index": 0,
+        "uuid": "GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60",
+        "name": "NVIDIA GeForce RTX 4090",
+        "bus_id": "00000000:41:00.0",
+        "driver_version": "550.127.05",
+        "persistence_mode": True,
+        "temperature": 34.0,
+        "power_draw": 21.47,
+        "power_limit": 450.0,
+        "pcie_gen": 1,
+        "pcie_gen_max": 4,
+        "pcie_width": 16,
+        "pcie_width_max": 16,
+        "throttle_mask": 1,
+        "ecc_uncorrected_volatile": None,
+        "ecc_uncorrected_aggregate": None,
+        "ecc_corrected_volatile": None,
+        "retired_pending": None,
+        "retired_sbe": None,
+        "retired_dbe": None,
+    }
+
+
+def test_geforce_is_healthy_and_ecc_is_unavailable_not_failed():
+    gpus = smi.parse_query_csv(read("query_rtx4090_550.csv"))
+    checks = by_check(
+        smi.evaluate(gpus, source="nvidia-smi", expected_count=2, expected_model="RTX 4090", driver_version="550")
+    )
+    assert checks["gpu_count"].status == "pass"
+    assert checks["gpu0.ecc_uncorrected"].status == "unavailable"
+    assert checks["gpu0.ecc_uncorrected"].message == "ECC not reported by this GPU (NVIDIA GeForce RTX 4090)"
+    assert checks["gpu1.driver"].status == "pass"
+    assert checks["gpu0.throttle"].message == "no slowdown (gpu_idle)"
+    # Idle GPUs drop to PCIe gen 1: generation is judged only when asked (under load).
+    assert "gpu0.pcie_gen" not in checks
+    assert {r.status for r in checks.values()} == {"pass", "unavailable"}
+
+
+def test_csv_old_driver_faults():
+    gpus = smi.parse_query_csv(read("query_a100_470_old_names.csv"))
+    smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(read("remapped_rows_yes_no.csv")))
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=8, driver_version="535"))
+    assert checks["gpu_count"].message == "4 GPUs found via nvidia-smi, 8 expected"
+    assert checks["gpu0.driver"].message == "driver 470.199.02, pinned 535"
+    assert checks["gpu0.ecc_uncorrected"].status == "pass"
+    assert (checks["gpu1.ecc_uncorrected"].status, checks["gpu1.ecc_uncorrected"].value) == ("fail", 2)
+    assert checks["gpu1.ecc_corrected"].status == "pass"  # 40211 < 2e7
+    assert checks["gpu1.row_remap"].code == "ROW_REMAP_PENDING"
+    assert checks["gpu3.row_remap"].message == "600 uncorrectable remapped rows"
+    assert checks["gpu1.throttle"].message == "no slowdown (sw_power_cap)"
+    assert checks["gpu2.throttle"].message == "hardware slowdown active: hw_slowdown, hw_thermal_slowdown"
+    assert checks["gpu2.pcie_width"].message == "PCIe link x8, capable of x16: reseat or check the slot"
+    assert checks["gpu2.persistence"].status == "warn"
+    # No slowdown threshold in CSV: the absolute limit applies.
+    assert checks["gpu2.temperature"].message == "86 C above 85 C"
+    assert checks["gpu2.power"].status == "pass"
+
+
+def test_remapped_rows_one_zero_spelling():
+    rows = smi.parse_remapped_rows_csv(read("remapped_rows_1_0.csv"))
+    assert rows["00000000:0F:00.0"] == {
+        "remap_correctable": 0,
+        "remap_uncorrectable": 0,
+        "remap_pending": False,
+        "remap_failure": True,
+    }
+    gpus = [{"index": 1, "bus_id": "00000000:0f:00.0"}]
+    smi.merge_remapped_rows(gpus, rows)
+    assert by_check(smi.evaluate(gpus, source="nvidia-smi"))["gpu1.row_remap"].code == "ROW_REMAP_FAILURE"
+
+
+def test_xml_current_generation():
+    gpus, info = smi.parse_query_xml(read("q_x_h100_550.xml"))
+    assert info == {"driver_version": "550.127.05", "cuda_version": "12.4"}
+    (gpu,) = gpus
+    assert (gpu["name"], gpu["bus_id"], gpu["index"]) == ("NVIDIA H100 80GB HBM3", "00000000:18:00.0", 0)
+    assert (gpu["pcie_width"], gpu["pcie_width_max"], gpu["pcie_gen"]) == (16, 16, 5)
+    assert (gpu["temperature"], gpu["temperature_slowdown"]) == (84.0, 87.0)
+    assert (gpu["power_draw"], gpu["power_limit"]) == (689.95, 700.0)
+    assert (gpu["ecc_corrected_volatile"], gpu["ecc_uncorrected_volatile"]) == (7, 0)
+    assert gpu["throttle_mask"] == 0x4 and gpu["remap_pending"] is False and gpu["retired_sbe"] is None
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", check_pcie_gen=True))
+    assert checks["gpu0.temperature"].message == "84 C is within 5 C of slowdown at 87 C"
+    assert checks["gpu0.temperature"].status == "warn"
+    assert checks["gpu0.pcie_gen"].status == "pass"
+    assert checks["gpu0.row_remap"].status == "pass"
+
+
+def test_xml_older_generation():
+    gpus, info = smi.parse_query_xml(read("q_x_v100_470.xml"))
+    assert info["driver_version"] == "470.199.02" and len(gpus) == 2
+    first, second = gpus
+    assert first["throttle_mask"] == 0x1 and first["persistence_mode"] is False
+    assert (first["ecc_uncorrected_volatile"], first["ecc_corrected_volatile"]) == (1, 3)
+    assert (first["retired_sbe"], first["retired_dbe"], first["retired_pending"]) == (2, 1, True)
+    assert first["remap_pending"] is None  # pre-Ampere: no row remapping
+    assert (first["power_draw"], first["power_limit"]) == (44.12, 300.0)
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", check_pcie_gen=True, require_persistence=False))
+    assert checks["gpu0.retired_pages"].code == "RETIRED_PENDING"
+    assert checks["gpu1.retired_pages"].status == "pass"
+    assert checks["gpu1.pcie_gen"].message == "PCIe gen 1 under load, capable of 3"
+    assert "gpu0.row_remap" not in checks
+    assert "gpu0.persistence" not in checks
+
+
+def test_nvlink_status():
+    assert smi.parse_nvlink_status("") == {}
+    ok = smi.parse_nvlink_status(read("nvlink_status_ok.txt"))
+    assert ok == {0: {"links": 3, "inactive": []}, 1: {"links": 3, "inactive": []}}
+    down = smi.parse_nvlink_status(read("nvlink_status_down.txt"))
+    checks = by_check(smi.evaluate([], source="nvidia-smi", nvlink=down))
+    assert checks["gpu0.nvlink"].message == "NVLink links [1] inactive"
+    assert checks["gpu1.nvlink"].message == "NVLink all links inactive"
+    assert by_check(smi.evaluate([], source="x", nvlink={}))["nvlink"].message == "no NVLink on this node"
+
+
+def test_xids_application_errors_are_not_faults():
+    xids = smi.parse_xids(read("kern_xid.log"))
+    assert [(x["bus"], x["code"]) for x in xids] == [("0000:41:00", 13), ("0000:41:00", 43), ("0000:c1:00", 79)]
+    assert xids[2]["detail"] == "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    check = by_check(smi.evaluate([], source="x", xids=xids))["xid"]
+    assert (check.status, check.value, check.code) == ("fail", 1, "GPU_XID")
+    assert check.message.startswith("1 hardware XID event(s), codes [79]; last: 2026-11-30T10:02:44")
+    only_app = by_check(smi.evaluate([], source="x", xids=xids[:2]))["xid"]
+    assert only_app.status == "pass"
+    assert only_app.message == "no hardware XID errors in the kernel log (application XIDs [13, 43] ignored)"
+
+
+def test_unreadable_gpus_are_unavailable():
+    (check,) = smi.evaluate(None, source="nvidia-smi", unavailable_reason="nvidia-smi: the NVIDIA driver is not loaded")
+    assert (check.check, check.status, check.message) == (
+        "gpu_query",
+        "unavailable",
+        "nvidia-smi: the NVIDIA driver is not loaded",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0, GPU-1, NVIDIA X\n", "expected 20 comma-separated fields, got 3"),
+        (read("query_rtx4090_550.csv").replace(", Enabled,", ", Maybe,", 1), "unexpected value 'Maybe'"),
+    ],
+)
+def test_garbage_csv(text, message):
+    with pytest.raises(smi.GpuParseError, match=message):
+        smi.parse_query_csv(text)
+
+
+@pytest.mark.parametrize(("text", "message"), [("<html>", "does not parse"), ("<foo/>", "expected <nvidia_smi_log>")])
+def test_garbage_xml(text, message):
+    with pytest.raises(smi.GpuParseError, match=message):
+        smi.parse_query_xml(text)
+
+
+class FakeNvml:
+    """The parts of pynvml that collect_nvml uses, with one A100 that has a remap pending."""
+
+    NVML_TEMPERATURE_GPU = 0
+    NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+    NVML_VOLATILE_ECC = 0
+    NVML_AGGREGATE_ECC = 1
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self):
+        self.calls = []
+
+    def nvmlInit(self):
+        self.calls.append("init")
+
+    def nvmlShutdown(self):
+        self.calls.append("shutdown")
+
+    def nvmlSystemGetDriverVersion(self):
+        return b"535.183.01"
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return f"h{i}"
+
+    def nvmlDeviceGetUUID(self, h):
+        return "GPU-abc"
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA A100-PCIE-40GB"
+
+    def nvmlDeviceGetPciInfo(self, h):
+        return SimpleNamespace(busId=b"00000000:65:00.0")
+
+    def nvmlDeviceGetPersistenceMode(self, h):
+        return 1
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        return 45
+
+    def nvmlDeviceGetTemperatureThreshold(self, h, kind):
+        return 88
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return 61234
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return 250000
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h):
+        return 4
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h):
+        return 4
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h):
+        return 16
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h):
+        return 16
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return 0x1
+
+    def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
+        return {(1, 0): 0, (1, 1): 0, (0, 0): 5}[(kind, counter)]
+
+    def nvmlDeviceGetRemappedRows(self, h):
+        return (2, 0, 1, 0)
+
+
+def test_nvml_collector():
+    nvml = FakeNvml()
+    gpus, info = smi.collect_nvml(nvml)
+    assert nvml.calls == ["init", "shutdown"]
+    assert info == {"driver_version": "535.183.01"}
+    (gpu,) = gpus
+    assert (gpu["name"], gpu["bus_id"], gpu["power_draw"], gpu["power_limit"]) == (
+        "NVIDIA A100-PCIE-40GB",
+        "00000000:65:00.0",
+        61.23,
+        250.0,
+    )
+    assert (gpu["temperature"], gpu["temperature_slowdown"], gpu["throttle_mask"]) == (45.0, 88.0, 1)
+    assert gpu["remap_pending"] is True
+    checks = by_check(smi.evaluate(gpus, source="nvml", expected_count=1))
+    assert checks["gpu0.row_remap"].code == "ROW_REMAP_PENDING"
+    assert checks["gpu0.ecc_corrected"].value == 5

@@ -1,0 +1,155 @@
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpulab.cluster.plugins.modules import gpu_health
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
+
+
+def read(name):
+    return (FIXTURES / name).read_text()
+
+
+def records(result):
+    return {r["check"]: r for r in result["checks"]}
+
+
+@pytest.fixture
+def node(monkeypatch):
+    """A fake node: which binaries exist and what each command prints."""
+
+    class Node:
+        bins = {"nvidia-smi": "/usr/bin/nvidia-smi", "journalctl": "/usr/bin/journalctl", "dmesg": "/usr/bin/dmesg"}
+        replies: dict = {}
+        calls: list = []
+
+        def run_command(self, module, cmd, environ_update=None, **kw):
+            assert environ_update == {"LC_ALL": "C", "LANG": "C"}
+            self.calls.append(cmd)
+            key = " ".join(cmd[1:3]) if cmd[0].endswith("nvidia-smi") else cmd[0].rsplit("/", 1)[-1]
+            for prefix, reply in self.replies.items():
+                if key.startswith(prefix):
+                    return reply
+            return 0, "", ""
+
+    n = Node()
+    n.calls = []
+    n.replies = {}
+    monkeypatch.setattr(
+        gpu_health.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: n.bins.get(name), raising=True
+    )
+    return n
+
+
+def test_no_driver_on_the_node_is_unavailable(run_module, node):
+    node.bins = {}
+    result, failed = run_module(gpu_health.main, {"expected_count": 2}, run_command=node.run_command)
+    assert not failed
+    assert result["status"] == "unavailable" and result["source"] == "none"
+    assert result["checks"] == [
+        {
+            "check": "gpu_query",
+            "status": "unavailable",
+            "value": None,
+            "threshold": None,
+            "unit": None,
+            "code": "GPU_UNAVAILABLE",
+            "message": "nvidia-ml-py is not installed; nvidia-smi is not installed: nothing to check on this node "
+            "(no NVIDIA driver or GPU)",
+        }
+    ]
+
+
+def test_driver_not_loaded_is_unavailable(run_module, node):
+    node.replies = {"--query-gpu": (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver")}
+    result, failed = run_module(gpu_health.main, {}, run_command=node.run_command)
+    assert not failed and result["status"] == "unavailable"
+    assert "nvidia-smi exited 9: the NVIDIA driver is not loaded" in result["checks"][0]["message"]
+
+
+def test_gpu_fallen_off_the_bus_is_a_fault(run_module, node):
+    node.replies = {"--query-gpu": (15, "", "Unable to determine the device handle for GPU0000:C1:00.0: GPU is lost.")}
+    result, failed = run_module(gpu_health.main, {"xid_window_hours": 0}, run_command=node.run_command)
+    assert failed
+    assert (
+        result["msg"] == "1 check(s) at or above 'fail': gpu_query: nvidia-smi exited 15: a GPU has fallen off the bus"
+    )
+
+
+def test_healthy_geforce_node(run_module, node):
+    node.replies = {
+        "--query-gpu": (0, read("query_rtx4090_550.csv"), ""),
+        "--query-remapped-rows": (6, "", "This query is not supported"),
+        "nvlink --status": (0, "", ""),
+        "journalctl": (0, read("kern_xid.log").split("\n", 3)[0] + "\n", ""),
+    }
+    result, failed = run_module(
+        gpu_health.main,
+        {"expected_count": 2, "expected_model": "RTX 4090", "driver_version": "550"},
+        run_command=node.run_command,
+        check_mode=True,
+    )
+    assert not failed, result.get("msg")
+    assert result["changed"] is False
+    assert result["source"] == "nvidia-smi csv"
+    assert result["summary"] == {"pass": 17, "warn": 0, "fail": 0, "unavailable": 2}
+    checks = records(result)
+    assert checks["nvlink"]["message"] == "no NVLink on this node"
+    assert checks["xid"]["status"] == "pass"
+    assert node.calls[0][1].startswith("--query-gpu=index,uuid,name,pci.bus_id,")
+    assert node.calls[-1][:4] == ["/usr/bin/journalctl", "-k", "-o", "short-iso"]
+
+
+def test_old_driver_retries_with_old_field_names(run_module, node):
+    calls = []
+
+    def run(module, cmd, environ_update=None, **kw):
+        calls.append(cmd)
+        if "--query-gpu=" in cmd[1]:
+            if "clocks_event_reasons" in cmd[1]:
+                return 2, 'Field "clocks_event_reasons.active" is not a valid field to query.', ""
+            return 0, read("query_a100_470_old_names.csv"), ""
+        if "--query-remapped-rows" in cmd[1]:
+            return 0, read("remapped_rows_yes_no.csv"), ""
+        if cmd[0].endswith("journalctl"):
+            return 0, read("kern_xid.log"), ""
+        return 0, "", ""
+
+    result, failed = run_module(gpu_health.main, {"expected_count": 4, "fail_on": "never"}, run_command=run)
+    assert not failed and result["status"] == "fail"
+    assert "clocks_throttle_reasons.active" in calls[1][1]
+    checks = records(result)
+    assert checks["gpu1.row_remap"]["code"] == "ROW_REMAP_PENDING"
+    assert checks["gpu2.pcie_width"]["status"] == "fail"
+    assert checks["xid"]["value"] == 1
+    assert [x["code"] for x in result["xids"]] == [13, 43, 79]
+
+
+def test_xml_source(run_module, node):
+    node.replies = {"-q -x": (0, read("q_x_h100_550.xml"), ""), "journalctl": (1, "", "no journal")}
+    node.bins = dict(node.bins, dmesg=None)
+    result, failed = run_module(gpu_health.main, {"source": "xml", "fail_on": "warn"}, run_command=node.run_command)
+    assert failed
+    assert "gpu0.temperature: 84 C is within 5 C of slowdown at 87 C" in result["msg"]
+    assert records(result)["xid"]["message"] == "kernel log not readable: neither journalctl nor dmesg is available"
+
+
+def test_nvml_source_requires_the_bindings(run_module, node):
+    node.bins = {}
+    result, failed = run_module(gpu_health.main, {"source": "nvml"}, run_command=node.run_command)
+    assert not failed
+    assert result["checks"][0]["message"].startswith("nvidia-ml-py is not installed")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"expected_count": 0}, "expected_count must be at least 1, got 0; leave it unset on nodes without GPUs"),
+        ({"temperature_margin_c": -1}, "temperature_margin_c must be 0 or more, got -1.0"),
+        ({"retired_pages_max": -1}, "retired_pages_max must be 0 or more, got -1"),
+    ],
+)
+def test_bad_input_is_refused(run_module, node, args, message):
+    result, failed = run_module(gpu_health.main, args, run_command=node.run_command)
+    assert failed and result["msg"] == message
