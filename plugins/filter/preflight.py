@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_addresses
 
 NODE_GROUPS = ("management", "compute", "storage")

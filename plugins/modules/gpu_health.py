@@ -133,6 +133,7 @@ xids:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import failed, module_result, unavailable
 

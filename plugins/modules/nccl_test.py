@@ -147,6 +147,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result, unavailable
 from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,

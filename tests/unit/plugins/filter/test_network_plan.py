@@ -1,5 +1,6 @@
 import pytest
 from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_address, node_addresses
 
 PLAN = {

@@ -1,5 +1,6 @@
 import pytest
 from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpulab.cluster.plugins.filter.preflight import check_hosts, os_label, preflight_problems
 
 PLAN = {"networks": {"management": {"subnet": "10.10.0.0/24"}}}

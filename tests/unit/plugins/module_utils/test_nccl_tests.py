@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,
     evaluate,
