@@ -1,0 +1,77 @@
+"""Software versions of a node, and whether every node of the cluster runs the same ones."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, unavailable
+
+COMPONENTS = ("os", "kernel", "driver", "cuda", "nccl", "slurm")
+
+_DRIVER = re.compile(r"Kernel Module(?: for x86_64)?\s+(\d+\.\d+(?:\.\d+)?)")
+_NVCC = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+_SLURM = re.compile(r"^slurm(?:-wlm)? (\S+)")
+
+
+def parse_driver_proc(text: str) -> str | None:
+    """/proc/driver/nvidia/version -> '550.127.05'."""
+    m = _DRIVER.search(text)
+    return m.group(1) if m else None
+
+
+def parse_nvcc(text: str) -> str | None:
+    """`nvcc --version` -> '12.4.131'."""
+    m = _NVCC.search(text)
+    return m.group(2) if m else None
+
+
+def parse_slurm(text: str) -> str | None:
+    """`slurmd -V` -> '22.05.8'."""
+    m = _SLURM.search(text.strip())
+    return m.group(1) if m else None
+
+
+def parse_dpkg_version(text: str) -> str | None:
+    """`dpkg-query -W -f '${Version}' pkg` -> upstream version ('2.21.5-1+cuda12.4' -> '2.21.5')."""
+    version = text.strip()
+    if not version:
+        return None
+    version = version.split(":", 1)[-1]
+    return version.split("-", 1)[0]
+
+
+def compare(versions: dict[str, dict[str, Any]], components: tuple[str, ...] = COMPONENTS) -> list[Check]:
+    """One record per component: pass when every node that has it runs the same version.
+
+    A node without a component (no GPU driver on the management node) is not a mismatch;
+    a component no node has is reported unavailable.
+    """
+    records = []
+    for component in components:
+        present = {host: str(v[component]) for host, v in versions.items() if v.get(component) not in (None, "")}
+        missing = sorted(h for h in versions if h not in present)
+        if not present:
+            records.append(unavailable(f"consistency.{component}", f"no node reports a {component} version"))
+            continue
+        counts = Counter(present.values())
+        if len(counts) == 1:
+            (version,) = counts
+            note = f" (not installed on {', '.join(missing)})" if missing else ""
+            records.append(
+                passed(f"consistency.{component}", f"{len(present)} nodes run {version}{note}", value=version)
+            )
+            continue
+        majority = max(sorted(counts), key=lambda v: counts[v])
+        odd = sorted(f"{h} runs {v}" for h, v in present.items() if v != majority)
+        records.append(
+            failed(
+                f"consistency.{component}",
+                f"{'; '.join(odd)}; the others run {majority}",
+                value={h: v for h, v in sorted(present.items())},
+                threshold=majority,
+                code="VERSION_MISMATCH",
+            )
+        )
+    return records

@@ -1,0 +1,151 @@
+#!/usr/bin/python
+"""Read a node's software versions, or compare every node's, and return gpulab check records."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: cluster_consistency
+short_description: Check that every node runs the same OS, kernel, driver, CUDA, NCCL and Slurm versions
+description:
+  - With I(versions) unset, reads this node's versions (C(collect)); run it on every node and register the result.
+  - With I(versions) (host to versions, from the registered results), compares them and names the odd node and
+    its version for each component (C(compare)); run it once.
+  - A component a node does not have (no driver on the management node) is not a mismatch.
+version_added: 0.1.0
+author: gpulab developers
+options:
+  versions:
+    description: Host name to its C(versions) as returned by a collect run.
+    type: dict
+  components:
+    description: Components to compare.
+    type: list
+    elements: str
+    choices: [os, kernel, driver, cuda, nccl, slurm]
+    default: [os, kernel, driver, cuda, nccl, slurm]
+  fail_on:
+    description: Fail the task on records of this status or worse (C(never) only reports).
+    type: str
+    choices: [fail, warn, never]
+    default: fail
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Read versions on every node
+  gpulab.cluster.cluster_consistency:
+  register: node_versions
+
+- name: Compare them
+  gpulab.cluster.cluster_consistency:
+    versions: "{{ dict(ansible_play_hosts | zip(__found)) }}"
+  vars:
+    __found: "{{ ansible_play_hosts | map('extract', hostvars, ['node_versions', 'versions']) }}"
+  run_once: true
+"""
+
+RETURN = r"""
+versions:
+  description: This node's versions (collect) - os, kernel, driver, cuda, nccl, slurm; null where absent.
+  returned: when collecting
+  type: dict
+  sample: {os: Debian 12, kernel: 6.1.0-37-amd64, driver: 550.127.05, cuda: 12.4.131, nccl: 2.21.5, slurm: 22.05.8}
+checks:
+  description: One record per component (compare).
+  returned: when comparing
+  type: list
+  elements: dict
+status:
+  description: Worst status among the checks.
+  returned: when comparing
+  type: str
+"""
+
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import versions as v
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result
+
+# The CUDA repository's toolkit is not on PATH for non-login shells.
+CUDA_NVCC = "/usr/local/cuda/bin/nvcc"
+
+
+def _os_release() -> str | None:
+    try:
+        with open("/etc/os-release", encoding="utf-8") as handle:
+            fields = dict(line.rstrip("\n").split("=", 1) for line in handle if "=" in line)
+    except OSError:
+        return None
+    name, version = fields.get("NAME", "").strip('"'), fields.get("VERSION_ID", "").strip('"')
+    name = name.replace(" GNU/Linux", "")
+    return f"{name} {version}".strip() or None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def collect(module: AnsibleModule) -> dict[str, str | None]:
+    env = {"LC_ALL": "C"}
+
+    def run(*argv: str) -> str:
+        binary = module.get_bin_path(argv[0])
+        if not binary:
+            return ""
+        rc, out, _ = module.run_command([binary, *argv[1:]], environ_update=env)
+        return out if rc == 0 else ""
+
+    nvcc = module.get_bin_path("nvcc") or (CUDA_NVCC if os.path.exists(CUDA_NVCC) else None)
+    cuda = None
+    if nvcc:
+        rc, out, _ = module.run_command([nvcc, "--version"], environ_update=env)
+        cuda = v.parse_nvcc(out) if rc == 0 else None
+    nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2"))
+    return {
+        "os": _os_release(),
+        "kernel": platform.release(),
+        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version")),
+        "cuda": cuda,
+        "nccl": nccl,
+        "slurm": v.parse_slurm(run("slurmd", "-V")),
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            versions=dict(type="dict"),
+            components=dict(type="list", elements="str", choices=list(v.COMPONENTS), default=list(v.COMPONENTS)),
+            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+        ),
+        supports_check_mode=True,
+    )
+    versions = module.params["versions"]
+    if versions is None:
+        module.exit_json(changed=False, versions=collect(module))
+    if not versions:
+        module.fail_json(msg="versions is empty: pass host -> versions from a collect run on every node")
+    bad = sorted(h for h, d in versions.items() if not isinstance(d, dict))
+    if bad:
+        module.fail_json(msg=f"versions of {', '.join(bad)} are not a mapping of component to version")
+    records = v.compare(versions, tuple(module.params["components"]))
+    result, failure = module_result(records, module.params["fail_on"])
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

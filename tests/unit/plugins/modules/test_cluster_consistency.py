@@ -1,0 +1,45 @@
+from ansible_collections.gpulab.cluster.plugins.modules import cluster_consistency
+
+
+def test_compare_fails_naming_the_odd_node(run_module):
+    versions = {
+        "gpu1": {"os": "Debian 12", "kernel": "6.1.0-37-amd64"},
+        "gpu2": {"os": "Debian 12", "kernel": "6.1.0-41-amd64"},
+        "gpu3": {"os": "Debian 12", "kernel": "6.1.0-37-amd64"},
+    }
+    result, failed = run_module(cluster_consistency.main, {"versions": versions, "components": ["os", "kernel"]})
+    assert failed
+    assert result["msg"] == (
+        "1 check(s) at or above 'fail': consistency.kernel: gpu2 runs 6.1.0-41-amd64; the others run 6.1.0-37-amd64"
+    )
+    assert result["summary"] == {"pass": 1, "warn": 0, "fail": 1, "unavailable": 0}
+
+
+def test_collect_reads_this_node(run_module, monkeypatch, tmp_path):
+    monkeypatch.setattr(cluster_consistency, "CUDA_NVCC", str(tmp_path / "no-nvcc"))
+    monkeypatch.setattr(
+        cluster_consistency.AnsibleModule,
+        "get_bin_path",
+        lambda self, name, *a, **k: {"dpkg-query": "/usr/bin/dpkg-query"}.get(name),
+    )
+
+    def run(module, cmd, environ_update=None, **kw):
+        assert cmd == ["/usr/bin/dpkg-query", "-W", "-f", "${Version}", "libnccl2"]
+        return 0, "2.21.5-1+cuda12.4", ""
+
+    result, failed = run_module(cluster_consistency.main, {}, run_command=run, check_mode=True)
+    assert not failed and result["changed"] is False
+    found = result["versions"]
+    assert found["nccl"] == "2.21.5"
+    assert found["slurm"] is None and found["cuda"] is None
+    assert found["kernel"]  # the machine running the test has one
+
+
+def test_empty_versions_refused(run_module):
+    result, failed = run_module(cluster_consistency.main, {"versions": {}})
+    assert failed and result["msg"].startswith("versions is empty")
+
+
+def test_versions_must_be_mappings(run_module):
+    result, failed = run_module(cluster_consistency.main, {"versions": {"gpu1": "550"}})
+    assert failed and result["msg"] == "versions of gpu1 are not a mapping of component to version"
