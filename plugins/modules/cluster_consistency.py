@@ -24,16 +24,8 @@ options:
     elements: str
     choices: [os, kernel, driver, cuda, nccl, slurm]
     default: [os, kernel, driver, cuda, nccl, slurm]
-  fail_on:
-    description: Fail the task on records of this status or worse (C(never) only reports).
-    type: str
-    choices: [fail, warn, never]
-    default: fail
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - gpulab.cluster.checks
 """
 
 EXAMPLES = r"""

@@ -75,17 +75,8 @@ options:
     type: list
     elements: int
     default: [13, 31, 43, 45, 68]
-  fail_on:
-    description: Fail the task on records of this status or worse (C(never) only reports).
-    type: str
-    choices: [fail, warn, never]
-    default: fail
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; it checks in check mode too.
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - gpulab.cluster.checks
 """
 
 EXAMPLES = r"""

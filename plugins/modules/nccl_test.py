@@ -81,17 +81,8 @@ options:
     description: Seconds before a run is considered hung.
     type: int
     default: 900
-  fail_on:
-    description: Fail the task on records of this status or worse (C(never) only reports).
-    type: str
-    choices: [fail, warn, never]
-    default: fail
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; it runs the benchmark in check mode too.
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - gpulab.cluster.checks
 notes:
   - Two-node all_reduce can report more than the NIC carries unless C(NCCL_ALGO=Ring) is set.
 """

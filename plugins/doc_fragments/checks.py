@@ -1,0 +1,20 @@
+"""Options and attributes every gpulab validation module shares."""
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  fail_on:
+    description:
+      - Fail the task when a check record has this status or a worse one (C(warn) also fails on C(fail));
+        C(never) only reports. C(unavailable) never fails the task.
+    type: str
+    choices: [fail, warn, never]
+    default: fail
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; it checks in check mode too and never reports a change.
+  diff_mode:
+    support: none
+"""
