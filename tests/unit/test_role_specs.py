@@ -1,0 +1,25 @@
+"""Every role documents and validates each of its public variables."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "roles").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_argument_spec_names_every_default(role):
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
+    spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    options = spec["main"]["options"]
+    assert sorted(set(defaults) - set(options)) == [], "defaults missing from meta/argument_specs.yml"
+    for name, option in options.items():
+        assert option.get("description"), f"{name} has no description"
+        assert option.get("type"), f"{name} has no type"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_role_variables_carry_the_role_prefix(role):
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
+    assert [n for n in defaults if not n.startswith(f"{role.name}_")] == []
