@@ -57,6 +57,7 @@ mirror_uri() {
 build_offline() {
   command -v debootstrap >/dev/null || {
     log "installing debootstrap"
+    apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   }
   local mirror
