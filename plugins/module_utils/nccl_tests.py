@@ -134,10 +134,6 @@ def _strip(line: str) -> str:
     return _PREFIXES.sub("", line.rstrip("\n"), count=1)
 
 
-def _number(token: str) -> float:
-    return float(token)
-
-
 def _wrong(token: str, is_error_column: bool) -> int | None:
     if is_error_column or token == "N/A":
         return None
@@ -160,9 +156,9 @@ def _column_map(header: list[str]) -> tuple[dict[str, int], list[dict[str, int]]
 def _half(tokens: list[str], block: dict[str, int], is_error_column: bool) -> Half:
     wrong_col = block.get("#wrong", block.get("error"))
     return Half(
-        time_us=_number(tokens[block.get("time", block.get("cputime"))]),
-        algbw=_number(tokens[block["algbw"]]),
-        busbw=_number(tokens[block["busbw"]]),
+        time_us=float(tokens[block.get("time", block.get("cputime"))]),
+        algbw=float(tokens[block["algbw"]]),
+        busbw=float(tokens[block["busbw"]]),
         wrong=_wrong(tokens[wrong_col], is_error_column) if wrong_col is not None else None,
     )
 

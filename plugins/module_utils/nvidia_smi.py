@@ -83,6 +83,8 @@ _INT_KEYS = {
     "ecc_corrected_volatile",
     "retired_sbe",
     "retired_dbe",
+    "remap_correctable",
+    "remap_uncorrectable",
 }
 _FLOAT_KEYS = {"temperature", "temperature_slowdown", "power_draw", "power_limit"}
 _BOOL_KEYS = {"persistence_mode", "retired_pending", "remap_pending", "remap_failure"}
@@ -117,7 +119,7 @@ def _split_csv(line: str) -> list[str]:
     return [cell.strip() for cell in line.split(",")]
 
 
-def parse_query_csv(text: str, old_names: bool = False) -> list[dict[str, Any]]:
+def parse_query_csv(text: str) -> list[dict[str, Any]]:
     """`nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,noheader,nounits` -> one dict per GPU."""
     keys = [key for key, _, _ in QUERY_FIELDS]
     gpus = []
@@ -146,8 +148,8 @@ def parse_remapped_rows_csv(text: str) -> dict[str, dict[str, Any]]:
             raise GpuParseError(f"expected 5 remapped-rows fields, got {len(cells)}: {line[:80]!r}")
         bus, corr, unc, pending, failure = cells
         rows[bus.upper()] = {
-            "remap_correctable": _value("index", corr),
-            "remap_uncorrectable": _value("index", unc),
+            "remap_correctable": _value("remap_correctable", corr),
+            "remap_uncorrectable": _value("remap_uncorrectable", unc),
             "remap_pending": _value("remap_pending", pending),
             "remap_failure": _value("remap_failure", failure),
         }
@@ -230,14 +232,7 @@ def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "remap_pending": _text(gpu, "remapped_rows/remapped_row_pending"),
             "remap_failure": _text(gpu, "remapped_rows/remapped_row_failure"),
         }
-        parsed = {}
-        for key, value in raw.items():
-            if key in ("remap_correctable", "remap_uncorrectable"):
-                parsed[key] = _value("index", value)
-            elif key == "temperature_slowdown":
-                parsed[key] = _value("temperature", value)
-            else:
-                parsed[key] = _value(key, value)
+        parsed = {key: _value(key, value) for key, value in raw.items()}
         parsed["throttle_mask"] = _throttle_from_xml(gpu)
         gpus.append(parsed)
     return gpus, info
