@@ -6,13 +6,14 @@ so an operator sees every problem of the cluster in one run.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_addresses
+from ansible_collections.gpulab.cluster.plugins.module_utils.versions import odd_ones_out
 
 NODE_GROUPS = ("management", "compute", "storage")
 SUPPORTED_OS = ("Ubuntu 22.04", "Ubuntu 24.04", "Debian 12")
@@ -26,13 +27,6 @@ def os_label(facts: Mapping[str, Any]) -> str:
     else:
         version = facts.get("distribution_version", "?")
     return f"{distribution} {version}"
-
-
-def _odd_ones(values: Mapping[str, str]) -> tuple[str, list[str]]:
-    """The most common value and the hosts that differ from it (ties: first value sorted)."""
-    counts = Counter(values.values())
-    top = max(sorted(counts), key=lambda v: counts[v])
-    return top, sorted(h for h, v in values.items() if v != top)
 
 
 def _shared(values: Mapping[str, str]) -> dict[str, list[str]]:
@@ -60,7 +54,7 @@ def check_hosts(hosts: Mapping[str, Mapping[str, Any]], supported: Iterable[str]
             problems.append(f"{host}: {label} is not supported; install one of: {', '.join(supported)}")
 
     if len(set(os_by_host.values())) > 1:
-        top, odd = _odd_ones(os_by_host)
+        top, odd = odd_ones_out(os_by_host)
         for host in odd:
             problems.append(
                 f"{host}: runs {os_by_host[host]} while the other nodes run {top}; "
@@ -69,7 +63,7 @@ def check_hosts(hosts: Mapping[str, Mapping[str, Any]], supported: Iterable[str]
 
     kernels = {h: str(f.get("kernel", "unknown")) for h, f in with_facts.items()}
     if len(set(kernels.values())) > 1:
-        top, odd = _odd_ones(kernels)
+        top, odd = odd_ones_out(kernels)
         for host in odd:
             problems.append(
                 f"{host}: runs kernel {kernels[host]} while the other nodes run {top}; "

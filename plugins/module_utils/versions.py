@@ -42,6 +42,13 @@ def parse_dpkg_version(text: str) -> str | None:
     return version.split("-", 1)[0]
 
 
+def odd_ones_out(values: dict[str, str]) -> tuple[str, list[str]]:
+    """The most common value and the hosts that differ from it (a tie goes to the first value sorted)."""
+    counts = Counter(values.values())
+    majority = max(sorted(counts), key=lambda v: counts[v])
+    return majority, sorted(h for h, v in values.items() if v != majority)
+
+
 def compare(versions: dict[str, dict[str, Any]], components: tuple[str, ...] = COMPONENTS) -> list[Check]:
     """One record per component: pass when every node that has it runs the same version.
 
@@ -55,20 +62,17 @@ def compare(versions: dict[str, dict[str, Any]], components: tuple[str, ...] = C
         if not present:
             records.append(unavailable(f"consistency.{component}", f"no node reports a {component} version"))
             continue
-        counts = Counter(present.values())
-        if len(counts) == 1:
-            (version,) = counts
+        majority, odd = odd_ones_out(present)
+        if not odd:
             note = f" (not installed on {', '.join(missing)})" if missing else ""
             records.append(
-                passed(f"consistency.{component}", f"{len(present)} nodes run {version}{note}", value=version)
+                passed(f"consistency.{component}", f"{len(present)} nodes run {majority}{note}", value=majority)
             )
             continue
-        majority = max(sorted(counts), key=lambda v: counts[v])
-        odd = sorted(f"{h} runs {v}" for h, v in present.items() if v != majority)
         records.append(
             failed(
                 f"consistency.{component}",
-                f"{'; '.join(odd)}; the others run {majority}",
+                f"{'; '.join(f'{h} runs {present[h]}' for h in odd)}; the others run {majority}",
                 value={h: v for h, v in sorted(present.items())},
                 threshold=majority,
                 code="VERSION_MISMATCH",
