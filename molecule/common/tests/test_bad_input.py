@@ -1,14 +1,11 @@
 """Wrong variables are refused before anything changes, with a message naming the variable."""
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 SCENARIO = Path(__file__).resolve().parents[1]
-INVENTORY = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
 
 
 @pytest.mark.parametrize(
@@ -22,25 +19,8 @@ INVENTORY = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
         ({"gpulab_network": {"networks": {"management": {"subnet": "10.0.0.0/24"}}, "fabric": "token-ring"}}, "fabric"),
     ],
 )
-def test_bad_variables_are_refused(extra_vars, expected):
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    run = subprocess.run(
-        [
-            "ansible-playbook",
-            "-i",
-            str(INVENTORY),
-            str(SCENARIO / "bad_input.yml"),
-            "--check",
-            "-e",
-            json.dumps(extra_vars),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def test_bad_variables_are_refused(ansible_playbook, extra_vars, expected):
+    run = ansible_playbook(str(SCENARIO / "bad_input.yml"), "--check", "-e", json.dumps(extra_vars))
     assert run.returncode == 2, run.stdout[-2000:]
     assert expected in run.stdout
     # Refused at validation: no task of the role ran.

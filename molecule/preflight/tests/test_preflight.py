@@ -1,35 +1,16 @@
 """Preflight must stop site.yml before any change, naming every offending host and the fix."""
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-INVENTORY = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
-
-
 FAULTS = Path(__file__).resolve().parents[1] / "faults.yml"
 
 
-def ansible_playbook(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    return subprocess.run(
-        ["ansible-playbook", "-i", str(INVENTORY), "-i", str(FAULTS), *args],
-        cwd=PROJECT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
-def broken_run():
-    return ansible_playbook("site.yml")
+def broken_run(ansible_playbook):
+    return ansible_playbook("site.yml", inventories=(FAULTS,))
 
 
 EXPECTED = [
@@ -63,7 +44,7 @@ def test_nothing_after_preflight_ran(broken_run):
     assert probe.returncode == 1
 
 
-def test_healthy_subset_passes():
-    run = ansible_playbook("playbooks/preflight.yml", "--limit", "pf-mgmt,pf-gpu1")
+def test_healthy_subset_passes(ansible_playbook):
+    run = ansible_playbook("playbooks/preflight.yml", "--limit", "pf-mgmt,pf-gpu1", inventories=(FAULTS,))
     assert run.returncode == 0, run.stdout[-3000:]
     assert "Preflight found" not in run.stdout
