@@ -1,0 +1,83 @@
+from pathlib import Path
+
+from ansible_collections.gpulab.cluster.plugins.modules import net_bandwidth
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "net"
+TOOLS = {"iperf3": "/usr/bin/iperf3", "ping": "/usr/bin/ping", "ip": "/usr/sbin/ip"}
+
+
+def fake_sysfs(tmp_path, speed="10000", mtu="1500", dropped=(0, 0)):
+    stats = tmp_path / "eth0" / "statistics"
+    stats.mkdir(parents=True)
+    (tmp_path / "eth0" / "speed").write_text(speed + "\n")
+    (tmp_path / "eth0" / "mtu").write_text(mtu + "\n")
+    (stats / "rx_dropped").write_text(f"{dropped[0]}\n")
+    return stats
+
+
+def test_measures_each_peer_and_judges_against_line_rate(run_module, monkeypatch, tmp_path):
+    fake_sysfs(tmp_path)
+    monkeypatch.setattr(net_bandwidth, "SYS_NET", str(tmp_path))
+    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: TOOLS.get(name))
+    calls = []
+
+    def run(module, cmd, **kw):
+        calls.append(cmd)
+        if cmd[0] == "/usr/sbin/ip":
+            return 0, '[{"dst":"172.30.10.14","dev":"eth0","prefsrc":"172.30.10.13"}]', ""
+        if "/usr/bin/iperf3" in cmd:
+            return 0, (FIXTURES / "iperf3-3.12-P4.json").read_text(), ""
+        return 0, (FIXTURES / "ping-ok.txt").read_text(), ""
+
+    peers = [{"name": "gpu2", "address": "172.30.10.14"}]
+    result, failed = run_module(net_bandwidth.main, {"peers": peers, "duration": 3}, run_command=run, check_mode=True)
+    assert not failed, result
+    assert calls[1] == [
+        "timeout", "23", "/usr/bin/iperf3", "-c", "172.30.10.14", "-p", "5201", "-P", "4", "-t", "3",
+        "-J", "--connect-timeout", "5000",
+    ]  # fmt: skip
+    assert calls[2] == ["/usr/bin/ping", "-M", "do", "-s", "1472", "-c", "3", "-i", "0.2", "-W", "2", "172.30.10.14"]
+    checks = {c["check"]: c for c in result["checks"]}
+    assert checks["bandwidth.gpu2"]["status"] == "pass" and checks["bandwidth.gpu2"]["threshold"] == 9.0
+    assert checks["mtu.gpu2"]["value"] == 1500
+    assert checks["link_speed"]["value"] == 10.0
+    assert result["results"][0]["received_gbps"] == 14.116
+    assert result["interface"] == {"name": "eth0", "mtu": 1500, "speed_gbps": 10.0, "counter_deltas": {"rx_dropped": 0}}
+    assert result["changed"] is False
+
+
+def test_slow_link_and_refused_server_fail(run_module, monkeypatch, tmp_path):
+    fake_sysfs(tmp_path, mtu="9000")
+    monkeypatch.setattr(net_bandwidth, "SYS_NET", str(tmp_path))
+    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: TOOLS.get(name))
+
+    def run(module, cmd, **kw):
+        if "/usr/bin/iperf3" in cmd:
+            return 1, (FIXTURES / "iperf3-refused.json").read_text(), ""
+        return 1, "", (FIXTURES / "ping-too-big.txt").read_text()
+
+    args = {"peers": [{"name": "stor1", "address": "10.0.30.2"}], "interface": "eth0", "line_rate_gbps": 100}
+    result, failed = run_module(net_bandwidth.main, args, run_command=run)
+    assert failed
+    assert result["msg"].startswith("3 check(s) at or above 'fail': bandwidth.stor1: iperf3 to stor1 failed: ")
+    assert "mtu.stor1: 9000-byte packets to stor1 do not fit: a hop allows only 1500" in result["msg"]
+    assert "link_speed: eth0 link speed 10 Gbit/s is below 100" in result["msg"]
+
+
+def test_missing_iperf3_is_unavailable(run_module, monkeypatch):
+    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
+    result, failed = run_module(net_bandwidth.main, {"peers": [{"name": "gpu2", "address": "10.0.0.2"}]})
+    assert not failed
+    assert result["status"] == "unavailable" and result["checks"][0]["code"] == "NET_TOOLS_MISSING"
+
+
+def test_bad_input_is_refused(run_module):
+    peers = [{"name": "gpu2", "address": "10.0.0.2"}]
+    result, failed = run_module(net_bandwidth.main, {"peers": peers, "min_gbps": -1})
+    assert failed and result["msg"] == "min_gbps must be greater than 0, got -1.0"
+    result, failed = run_module(net_bandwidth.main, {"peers": peers, "min_ratio": 1.5})
+    assert failed and result["msg"] == "min_ratio must be in (0, 1], got 1.5"
+    result, failed = run_module(net_bandwidth.main, {"peers": []})
+    assert failed and result["msg"].startswith("peers is empty")
+    result, failed = run_module(net_bandwidth.main, {"peers": [{"name": "gpu2"}]})
+    assert failed and "address" in result["msg"]
