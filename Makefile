@@ -38,8 +38,11 @@ lab-destroy: setup
 	ansible-playbook playbooks/lab-destroy.yml
 
 # The lab from scratch: check mode on fresh nodes, converge, a rerun that changes nothing.
+# The lab from scratch (check mode, converge, no-change rerun), then its validation report,
+# read back and looked at in headless Chromium.
 test-lab: setup image
 	scripts/lab.sh --fresh
+	pytest tests/lab
 	ansible-playbook playbooks/lab-destroy.yml >/dev/null
 
 test: lint test-unit molecule-all test-lab
@@ -51,7 +54,7 @@ lint: setup
 	ansible-lint
 
 test-unit: setup
-	pytest tests/unit
+	pytest tests/unit tests/playbooks
 
 molecule: setup image
 	molecule test -s $(S)

@@ -1,0 +1,108 @@
+"""Filters of playbooks/validate.yml: its settings checked before anything runs, and the results gathered."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+FAIL_ON = ("fail", "warn", "never")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def validate_problems(
+    settings: Mapping[str, Any], known_hosts: Iterable[str], gpu_counts: Mapping[str, Any]
+) -> list[str]:
+    """Problems with the validate_* settings and the GPU counts they hold compute nodes to.
+
+    settings: validate_* variables without the prefix; gpu_counts: compute host -> gpulab_gpu_count (None if unset).
+    """
+    known = set(known_hosts)
+    problems = []
+    for name in ("net_hosts", "bench_hosts"):
+        hosts = settings.get(name) or []
+        if isinstance(hosts, str) or not isinstance(hosts, Iterable):
+            problems.append(f"validate_{name} must be a list of inventory hosts, got {hosts!r}")
+            continue
+        unknown = sorted(str(h) for h in hosts if h not in known)
+        if unknown:
+            problems.append(f"validate_{name} names host(s) not in the inventory: {', '.join(unknown)}")
+
+    def positive(name: str, required: bool = True, upper: float | None = None) -> None:
+        value = settings.get(name)
+        if value is None and not required:
+            return
+        number = _number(value)
+        if number is None or number <= 0 or (upper is not None and number > upper):
+            bound = f"in (0, {upper:g}]" if upper is not None else "greater than 0"
+            problems.append(f"validate_{name} must be {bound}, got {value!r}")
+
+    positive("net_min_ratio", upper=1)
+    positive("net_min_gbps", required=False)
+    positive("net_line_rate_gbps", required=False)
+    positive("net_streams")
+    positive("net_duration")
+    positive("bench_global_batch")
+    positive("bench_min_busbw_gbs", required=False)
+    positive("efficiency_healthy", upper=1)
+    positive("efficiency_acceptable", upper=1)
+    healthy, acceptable = _number(settings.get("efficiency_healthy")), _number(settings.get("efficiency_acceptable"))
+    if healthy is not None and acceptable is not None and acceptable > healthy:
+        problems.append(
+            f"validate_efficiency_acceptable ({acceptable:g}) must not exceed validate_efficiency_healthy ({healthy:g})"
+        )
+    if settings.get("fail_on") not in FAIL_ON:
+        problems.append(f"validate_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
+    for host, count in sorted(gpu_counts.items()):
+        if count is None:
+            continue
+        number = _number(count)
+        if number is None or number < 1 or number != int(number):
+            problems.append(
+                f"{host}: gpulab_gpu_count must be a whole number of at least 1, got {count!r}; "
+                "leave it unset on nodes without GPUs"
+            )
+    return problems
+
+
+def validate_settings_problems(
+    settings: Mapping[str, Any], hostvars: Mapping[str, Any], groups: Mapping[str, list[str]]
+) -> list[str]:
+    """The filter: reads each compute node's gpulab_gpu_count from hostvars."""
+    counts = {h: hostvars[h].get("gpulab_gpu_count") for h in groups.get("compute", [])}
+    return validate_problems(settings, groups.get("all", []), counts)
+
+
+# Registered variable of each node check in validate.yml -> report section.
+RESULT_VARS = {
+    "gpu": "__validate_gpu",
+    "rdma": "__validate_rdma",
+    "nccl": "__validate_nccl",
+    "network": "__validate_net",
+}
+
+
+def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """host -> {reached, gpu, rdma, nccl, network: registered result or {}} for the report.
+
+    reached: the node answered the version read every node runs (false for unreachable or failed nodes).
+    """
+    return {
+        h: {
+            "reached": bool(hostvars[h].get("__validate_versions")),
+            **{section: hostvars[h].get(var) or {} for section, var in RESULT_VARS.items()},
+        }
+        for h in hosts
+    }
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {"validate_problems": validate_settings_problems, "validation_results": validation_results}

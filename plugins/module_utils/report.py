@@ -1,0 +1,402 @@
+"""The cluster report: every module's records gathered into one verdict, as JSON and self-contained HTML.
+
+Pure functions: `build` turns the registered module results into the report data, `render_html`
+turns that into one HTML page with inline CSS and SVG (no scripts, no external assets).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import SEVERITY
+
+NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
+CLUSTER_SECTIONS = ("consistency", "collective")
+TITLES = {
+    "gpu": "GPU health",
+    "rdma": "RDMA",
+    "nccl": "NCCL (in node)",
+    "network": "Network",
+    "consistency": "Versions",
+    "collective": "Collectives and scaling",
+}
+# Shown next to each failure: where to look next, by section.
+NEXT_STEPS = {
+    "gpu": "Run `nvidia-smi -q` on the node and compare with a healthy one; ECC, row-remap and XID faults "
+    "mean draining the node, then a GPU reset or an RMA.",
+    "rdma": "Check `rdma link` and `ibv_devinfo`, the cable and the switch port; rerun `--tags rdma`.",
+    "nccl": "Rerun nccl-tests with NCCL_DEBUG=INFO and check /etc/nccl.conf (NCCL_SOCKET_IFNAME, NCCL_IB_HCA).",
+    "network": "Check the MTU on both hosts and every switch port, `ethtool` link speed and NIC counters; "
+    "rerun `--tags network`.",
+    "consistency": "Bring the odd node to the pinned version with a tagged run, e.g. "
+    "`--tags nvidia_driver --limit NODE`.",
+    "collective": "Compare with the network matrix above: a slow pair slows every collective. Rerun the "
+    "benchmark alone with `--tags validate_collective`.",
+    "node": "The node returned no results: check that Ansible can reach it (`ansible NODE -m ping`).",
+}
+VERDICTS = {
+    "pass": "Healthy",
+    "pass_partial": "Healthy where it could be checked",
+    "unavailable": "Healthy (some checks could not run)",
+    "warn": "Degraded: see the warnings",
+    "fail": "Failing: see what failed",
+}
+# Sections that a skipped task leaves behind, and sections never run, are not judged.
+NOT_JUDGED = ("skipped", "not run")
+
+
+def worst(statuses: list[str], default: str = "pass") -> str:
+    """The worst judged status; unavailable only when nothing could be judged."""
+    judged = [s for s in statuses if s not in ("unavailable", *NOT_JUDGED)]
+    if judged:
+        return max(judged, key=SEVERITY.__getitem__)
+    return "unavailable" if "unavailable" in statuses else default
+
+
+def section(result: Any) -> dict[str, Any]:
+    """One registered module result -> {status, checks, note}."""
+    if not isinstance(result, dict) or not result:
+        return {"status": "not run", "checks": [], "note": "not run"}
+    if result.get("skipped"):
+        return {"status": "skipped", "checks": [], "note": "not applicable to this node"}
+    checks = list(result.get("checks") or [])
+    if result.get("failed") and not checks:
+        message = f"the check could not complete: {result.get('msg', 'no message')}"
+        checks = [{"check": "error", "status": "fail", "message": message, "code": "CHECK_ERROR"}]
+    status = worst([c["status"] for c in checks])
+    if not checks and result.get("role") == "worker":
+        return {"status": "skipped", "checks": [], "note": "worker rank: results are on the first node"}
+    return {"status": status, "checks": checks, "note": ""}
+
+
+def _matrix(nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    matrix: dict[str, dict[str, float | None]] = {}
+    for host, results in nodes.items():
+        for row in (results.get("network") or {}).get("results") or []:
+            matrix.setdefault(host, {})[row["name"]] = row.get("received_gbps")
+    return matrix
+
+
+def build(
+    nodes: dict[str, dict[str, Any]],
+    cluster: dict[str, Any],
+    generated: str,
+    title: str = "gpulab cluster report",
+) -> dict[str, Any]:
+    """nodes: host -> {gpu, rdma, nccl, network: registered results}; cluster: {consistency, collective}."""
+    report_nodes = {}
+    failures = []
+    statuses = []
+    for host in sorted(nodes):
+        results = nodes[host] or {}
+        sections = {name: section(results.get(name)) for name in NODE_SECTIONS}
+        judged = [s["status"] for s in sections.values()]
+        if not results.get("reached", True):
+            sections["node"] = {
+                "status": "fail",
+                "note": "",
+                "checks": [
+                    {
+                        "check": "reachable",
+                        "status": "fail",
+                        "message": "no results from this node: unreachable, or a task failed before the checks",
+                    }
+                ],
+            }
+            judged.append("fail")
+        status = worst(judged)
+        statuses.append(status)
+        report_nodes[host] = {"status": status, "sections": sections}
+        for name, sec in sections.items():
+            failures += [
+                {"node": host, "section": name, **c, "next": NEXT_STEPS[name]}
+                for c in sec["checks"]
+                if c["status"] in ("fail", "warn")
+            ]
+    cluster_sections = {name: section(cluster.get(name)) for name in CLUSTER_SECTIONS}
+    for name, sec in cluster_sections.items():
+        statuses.append(sec["status"])
+        failures += [
+            {"node": "cluster", "section": name, **c, "next": NEXT_STEPS[name]}
+            for c in sec["checks"]
+            if c["status"] in ("fail", "warn")
+        ]
+    verdict = worst(statuses, default="unavailable")
+    failures.sort(key=lambda f: (-SEVERITY[f["status"]], f["node"], f["section"]))
+    collective = cluster.get("collective") or {}
+    counts = {s: 0 for s in ("pass", "warn", "fail", "unavailable")}
+    for sec in [*cluster_sections.values(), *(s for n in report_nodes.values() for s in n["sections"].values())]:
+        for c in sec["checks"]:
+            counts[c["status"]] += 1
+    return {
+        "title": title,
+        "generated": generated,
+        "verdict": verdict,
+        "verdict_text": VERDICTS["pass_partial" if verdict == "pass" and counts["unavailable"] else verdict],
+        "counts": counts,
+        "failures": failures,
+        "nodes": report_nodes,
+        "cluster": cluster_sections,
+        "network_matrix": _matrix(nodes),
+        "network_min_gbps": next(
+            (r["network"].get("min_gbps") for r in nodes.values() if (r or {}).get("network", {}).get("min_gbps")),
+            None,
+        ),
+        "collective": {
+            "result": collective.get("result"),
+            "efficiency": collective.get("efficiency"),
+        },
+        "nccl": {host: (r.get("nccl") or {}).get("result") for host, r in nodes.items() if (r or {}).get("nccl")},
+    }
+
+
+# ---------------------------------------------------------------- HTML
+
+COLOURS = {
+    "pass": "#1a7f37",
+    "warn": "#b35900",
+    "fail": "#c62828",
+    "unavailable": "#6e7781",
+    "skipped": "#afb8c1",
+    "not run": "#afb8c1",
+}
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
+main{max-width:1100px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
+.muted{color:#59636e}
+.verdict{border-radius:10px;padding:18px 22px;color:#fff;margin:16px 0}
+.verdict b{font-size:26px;display:block}
+.card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:14px 18px;margin:10px 0}
+table{border-collapse:collapse;width:100%} th,td{padding:6px 8px;text-align:left;border-bottom:1px solid #eaeef2}
+th{font-weight:600;background:#f6f8fa}
+.pill{display:inline-block;border-radius:10px;padding:1px 9px;color:#fff;font-size:12px;font-weight:600}
+.heat td{text-align:center;font-variant-numeric:tabular-nums;border:2px solid #fff}
+code{background:#eff1f3;border-radius:4px;padding:0 4px}
+details summary{cursor:pointer}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _pill(status: str) -> str:
+    return f'<span class="pill" style="background:{COLOURS.get(status, "#6e7781")}">{_e(status)}</span>'
+
+
+def _code(text: str) -> str:
+    """Markdown-style `code` spans in hint texts."""
+    parts = _e(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def _fmt_bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:g} {unit}"
+        size /= 1024
+    return f"{size:g} TiB"
+
+
+def line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_label: str) -> str:
+    """SVG line chart, log2 x axis (message sizes), linear y from 0."""
+    points = [p for pts in series.values() for p in pts if p[0] > 0]
+    if not points:
+        return '<p class="muted">No measurements to plot.</p>'
+    width, height, left, bottom, top, right = 720, 300, 64, 44, 16, 36
+    xs = [math.log2(p[0]) for p in points]
+    x_min, x_max = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+    y_max = max(p[1] for p in points) * 1.1 or 1.0
+
+    def sx(x: float) -> float:
+        return left + (math.log2(x) - x_min) / (x_max - x_min) * (width - left - right)
+
+    def sy(y: float) -> float:
+        return top + (1 - y / y_max) * (height - top - bottom)
+
+    legend: list[str] = []
+    palette = ["#0969da", "#8250df", "#1a7f37", "#bf3989", "#b35900", "#0a3069"]
+    out = [f'<svg viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{_e(y_label)}">']
+    for i in range(5):
+        y = y_max * i / 4
+        out.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eaeef2"/>'
+            f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" font-size="11" text-anchor="end">{y:.3g}</text>'
+        )
+    for x in sorted({p[0] for p in points}):
+        out.append(
+            f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" font-size="11" text-anchor="middle">'
+            f"{_e(_fmt_bytes(x))}</text>"
+        )
+    out.append(
+        f'<text x="{(left + width - right) / 2}" y="{height - 6}" font-size="12" text-anchor="middle">'
+        f"{_e(x_label)}</text>"
+        f'<text x="14" y="{(top + height - bottom) / 2}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {(top + height - bottom) / 2})">{_e(y_label)}</text>'
+    )
+    for i, (name, pts) in enumerate(series.items()):
+        colour = palette[i % len(palette)]
+        pts = sorted(p for p in pts if p[0] > 0)
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2.5" points="{path}"/>')
+        out += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{colour}"/>' for x, y in pts]
+        legend.append(f'<span style="color:{colour}">&#9632;</span> {_e(name)}')
+    out.append("</svg>")
+    return "".join(out) + f"<p class='legend'>{' &nbsp; '.join(legend)}</p>"
+
+
+def _heat_colour(value: float | None, threshold: float | None, best: float) -> str:
+    if value is None:
+        return "#c62828"
+    if threshold is not None and value < threshold:
+        return "#f4a3a3"
+    share = value / best if best else 1.0
+    # Light to strong green as a pair approaches the best pair.
+    light = int(92 - 42 * share)
+    return f"hsl(140,55%,{light}%)"
+
+
+def heat_map(matrix: dict[str, dict[str, float | None]], threshold: float | None) -> str:
+    if not matrix:
+        return '<p class="muted">No bandwidth measured (skipped, or check mode).</p>'
+    hosts = sorted(set(matrix) | {d for row in matrix.values() for d in row})
+    best = max((v for row in matrix.values() for v in row.values() if v), default=0.0)
+    rows = ["<table class='heat'><tr><th>from \\ to</th>" + "".join(f"<th>{_e(h)}</th>" for h in hosts) + "</tr>"]
+    for src in hosts:
+        cells = []
+        for dst in hosts:
+            if src == dst:
+                cells.append('<td style="background:#eaeef2">-</td>')
+            elif dst not in matrix.get(src, {}):
+                cells.append('<td style="background:#f6f8fa" class="muted">n/a</td>')
+            else:
+                value = matrix[src][dst]
+                label = "failed" if value is None else f"{value:.1f}"
+                colour = _heat_colour(value, threshold, best)
+                cells.append(f'<td style="background:{colour}" title="{_e(src)} to {_e(dst)}">{label}</td>')
+        rows.append(f"<tr><th>{_e(src)}</th>{''.join(cells)}</tr>")
+    rows.append("</table>")
+    note = f"Gbit/s, TCP (iperf3). Pass mark {threshold:g} Gbit/s." if threshold else "Gbit/s, TCP (iperf3)."
+    return "".join(rows) + f'<p class="muted">{_e(note)} Red: below the pass mark or failed.</p>'
+
+
+def efficiency_bar(efficiency: float | None, ddp: dict[str, Any] | None, healthy: float, acceptable: float) -> str:
+    if efficiency is None or not ddp:
+        return '<p class="muted">Scaling not measured (skipped, check mode, or one worker).</p>'
+    width, height, pad = 720, 70, 28
+    span = width - 2 * pad
+
+    def sx(v: float) -> float:
+        return pad + max(0.0, min(v, 1.0)) * span
+
+    bands = [(0, acceptable, "#f4a3a3"), (acceptable, healthy, "#ffd8a8"), (healthy, 1.0, "#b7e4c7")]
+    out = [f'<svg viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="scaling efficiency">']
+    for lo, hi, colour in bands:
+        out.append(f'<rect x="{sx(lo):.1f}" y="10" width="{sx(hi) - sx(lo):.1f}" height="26" fill="{colour}"/>')
+    for tick in (0, acceptable, healthy, 1.0):
+        out.append(f'<text x="{sx(tick):.1f}" y="52" font-size="11" text-anchor="middle">{tick:.0%}</text>')
+    out.append(
+        f'<line x1="{sx(efficiency):.1f}" x2="{sx(efficiency):.1f}" y1="4" y2="42" stroke="#1f2328" stroke-width="3"/>'
+        f'<text x="{sx(efficiency):.1f}" y="66" font-size="12" font-weight="700" text-anchor="middle">'
+        f"{efficiency:.0%}</text></svg>"
+    )
+    out.append(
+        f"<p>Strong scaling: T1 = {_e(ddp.get('step_time_1_ms'))} ms on 1 worker, "
+        f"T{_e(ddp.get('workers'))} = {_e(ddp.get('step_time_n_ms'))} ms on {_e(ddp.get('workers'))} workers, "
+        f"global batch {_e(ddp.get('global_batch'))}; efficiency = T1 / (N &times; TN). "
+        f"Above {healthy:.0%}: healthy; {acceptable:.0%}-{healthy:.0%}: look at the network; "
+        f"below {acceptable:.0%}: look at I/O and synchronisation.</p>"
+    )
+    return "".join(out)
+
+
+def _busbw_series(report: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    series = {}
+    result = (report.get("collective") or {}).get("result") or {}
+    if result.get("allreduce"):
+        name = f"torch {result.get('backend')} all-reduce, {result.get('world_size')} workers"
+        series[name] = [(r["bytes"], r["busbw_gbs"]) for r in result["allreduce"]]
+    for host, nccl in sorted((report.get("nccl") or {}).items()):
+        rows = (nccl or {}).get("rows") or []
+        points = []
+        for row in rows:
+            halves = [h for h in (row.get("out_of_place"), row.get("in_place")) if h]
+            if halves:
+                points.append((row["size"], max(h["busbw"] for h in halves)))
+        if points:
+            series[f"nccl-tests {nccl.get('collective') or ''} {host}".replace("  ", " ")] = points
+    return series
+
+
+def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float = 0.7) -> str:
+    verdict = report["verdict"]
+    counts = report["counts"]
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>",
+        f"<title>{_e(report['title'])}</title><style>{CSS}</style></head><body><main>",
+        f"<h1>{_e(report['title'])}</h1><div class='muted'>Generated {_e(report['generated'])}</div>",
+        f"<div class='verdict' id='verdict' data-status='{_e(verdict)}' style='background:{COLOURS[verdict]}'>",
+        f"<b>{_e(report['verdict_text'])}</b>{counts['pass']} passed, {counts['warn']} warnings, "
+        f"{counts['fail']} failed, {counts['unavailable']} could not run</div>",
+    ]
+    parts.append("<h2>What failed, and what to check next</h2><div class='card'>")
+    if report["failures"]:
+        parts.append("<table><tr><th>Status</th><th>Where</th><th>Check</th><th>Finding</th><th>Next</th></tr>")
+        for f in report["failures"]:
+            parts.append(
+                f"<tr><td>{_pill(f['status'])}</td><td>{_e(f['node'])}</td><td>{_e(f['check'])}</td>"
+                f"<td>{_e(f['message'])}</td><td>{_code(f['next'])}</td></tr>"
+            )
+        parts.append("</table>")
+    else:
+        parts.append("<p>Nothing failed and nothing warned.</p>")
+    parts.append("</div>")
+
+    parts.append("<h2>Nodes</h2><div class='card'><table id='nodes'><tr><th>Node</th><th>Overall</th>")
+    parts += [f"<th>{_e(TITLES[s])}</th>" for s in NODE_SECTIONS]
+    parts.append("</tr>")
+    for host, node in report["nodes"].items():
+        cells = []
+        for name in NODE_SECTIONS:
+            sec = node["sections"][name]
+            detail = "; ".join(f"{c['check']}: {c['message']}" for c in sec["checks"][:12]) or sec["note"]
+            cells.append(f"<td title='{_e(detail)}'>{_pill(sec['status'])}</td>")
+        parts.append(f"<tr><th>{_e(host)}</th><td>{_pill(node['status'])}</td>{''.join(cells)}</tr>")
+    parts.append("</table>")
+    cluster = report["cluster"]
+    parts.append(
+        "<p>Cluster: " + ", ".join(f"{_e(TITLES[n])} {_pill(s['status'])}" for n, s in cluster.items()) + "</p></div>"
+    )
+
+    parts.append("<h2>Bus bandwidth against message size</h2><div class='card'>")
+    parts.append(line_chart(_busbw_series(report), "message size", "bus bandwidth (GB/s)"))
+    parts.append("</div><h2>Node-to-node bandwidth</h2><div class='card'>")
+    parts.append(heat_map(report["network_matrix"], report.get("network_min_gbps")))
+    parts.append("</div><h2>Scaling efficiency</h2><div class='card'>")
+    collective = report.get("collective") or {}
+    ddp = (collective.get("result") or {}).get("ddp")
+    parts.append(efficiency_bar(collective.get("efficiency"), ddp, healthy, acceptable))
+    parts.append("</div><h2>Every check</h2><div class='card'>")
+    scopes = [(h, n["sections"]) for h, n in report["nodes"].items()] + [("cluster", cluster)]
+    for scope, sections in scopes:
+        for name, sec in sections.items():
+            if not sec["checks"]:
+                continue
+            parts.append(
+                f"<details><summary>{_e(scope)} &middot; {_e(TITLES.get(name, name))} {_pill(sec['status'])}"
+                "</summary><table><tr><th>Check</th><th>Status</th><th>Value</th><th>Threshold</th><th>Message</th></tr>"
+            )
+            for c in sec["checks"]:
+                value = "" if c.get("value") is None else f"{c.get('value')} {c.get('unit') or ''}"
+                threshold = "" if c.get("threshold") is None else c.get("threshold")
+                parts.append(
+                    f"<tr><td>{_e(c['check'])}</td><td>{_pill(c['status'])}</td><td>{_e(value)}</td>"
+                    f"<td>{_e(threshold)}</td><td>{_e(c['message'])}</td></tr>"
+                )
+            parts.append("</table></details>")
+    parts.append("</div></main></body></html>\n")
+    return "".join(parts)

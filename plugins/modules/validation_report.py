@@ -1,0 +1,159 @@
+#!/usr/bin/python
+"""Gather every validation module's records into one verdict and write report.json and report.html."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: validation_report
+short_description: Write the cluster report (JSON and self-contained HTML) and give one verdict
+description:
+  - Takes the registered results of M(gpulab.cluster.gpu_health), M(gpulab.cluster.rdma_health),
+    M(gpulab.cluster.nccl_test) and M(gpulab.cluster.net_bandwidth) per node, and of
+    M(gpulab.cluster.cluster_consistency) and M(gpulab.cluster.collective_bench) for the cluster.
+  - Writes C(DEST/<UTC time>/report.json) and C(report.html) (inline CSS and SVG, no scripts, no external assets)
+    and points C(DEST/latest) at them. Run it on the controller, delegated to localhost.
+  - The verdict is the worst status of any check; a node that returned nothing at all fails.
+    C(unavailable) never fails.
+  - The report is output, not managed state, so the task reports C(changed=false), in check mode too.
+version_added: 0.1.0
+author: gpulab developers
+options:
+  nodes:
+    description: Host to C({gpu, rdma, nccl, network}) registered results (missing or skipped ones are shown so).
+    type: dict
+    required: true
+  cluster:
+    description: C({consistency, collective}) registered results (the collective one from node rank 0).
+    type: dict
+    default: {}
+  dest:
+    description: Directory under which each run's report directory is created.
+    type: path
+    required: true
+  title:
+    description: Heading of the report.
+    type: str
+    default: gpulab cluster report
+  efficiency_healthy:
+    description: Scaling efficiency band shown as healthy (as given to collective_bench).
+    type: float
+    default: 0.9
+  efficiency_acceptable:
+    description: Scaling efficiency below which the band is shown as failing.
+    type: float
+    default: 0.7
+extends_documentation_fragment:
+  - gpulab.cluster.checks
+"""
+
+EXAMPLES = r"""
+- name: Write the report and fail on any failed check
+  gpulab.cluster.validation_report:
+    nodes: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars, '__validate_results'))) }}"
+    cluster:
+      consistency: "{{ __consistency }}"
+    dest: "{{ playbook_dir }}/reports"
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+verdict:
+  description: pass, unavailable, warn or fail.
+  returned: always
+  type: str
+failures:
+  description: Every failed or warning check - node, section, check, status, message, and the next thing to check.
+  returned: always
+  type: list
+  elements: dict
+report_dir:
+  description: The directory written.
+  returned: always
+  type: str
+html:
+  description: Path of report.html.
+  returned: always
+  type: str
+counts:
+  description: Checks per status.
+  returned: always
+  type: dict
+"""
+
+import datetime
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import report as rp
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import SEVERITY
+
+
+def _new_dir(dest: str, now: datetime.datetime) -> str:
+    base = os.path.join(dest, now.strftime("%Y%m%dT%H%M%SZ"))
+    path, n = base, 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{base}-{n}"
+    os.makedirs(path, mode=0o755)
+    return path
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            nodes=dict(type="dict", required=True),
+            cluster=dict(type="dict", default={}),
+            dest=dict(type="path", required=True),
+            title=dict(type="str", default="gpulab cluster report"),
+            efficiency_healthy=dict(type="float", default=0.9),
+            efficiency_acceptable=dict(type="float", default=0.7),
+            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not p["nodes"]:
+        module.fail_json(msg="nodes is empty: pass host -> registered results for every node validated")
+    now = datetime.datetime.now(datetime.UTC)
+    data = rp.build(p["nodes"], p["cluster"], now.isoformat(timespec="seconds"), p["title"])
+    try:
+        os.makedirs(p["dest"], exist_ok=True)
+        out = _new_dir(p["dest"], now)
+        with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        page = rp.render_html(data, p["efficiency_healthy"], p["efficiency_acceptable"])
+        with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as handle:
+            handle.write(page)
+        latest = os.path.join(p["dest"], "latest")
+        if os.path.islink(latest):
+            os.unlink(latest)
+        if not os.path.exists(latest):
+            os.symlink(os.path.basename(out), latest)
+    except OSError as exc:
+        module.fail_json(msg=f"could not write the report under {p['dest']}: {exc}")
+
+    result = {
+        "changed": False,
+        "verdict": data["verdict"],
+        "verdict_text": data["verdict_text"],
+        "counts": data["counts"],
+        "failures": data["failures"],
+        "report_dir": out,
+        "html": os.path.join(out, "report.html"),
+    }
+    limit = {"fail": SEVERITY["fail"], "warn": SEVERITY["warn"]}.get(p["fail_on"])
+    bad = [f for f in data["failures"] if limit is not None and SEVERITY[f["status"]] >= limit]
+    if bad:
+        lines = "; ".join(f"{f['node']} {f['check']}: {f['message']}" for f in bad)
+        module.fail_json(
+            msg=f"{data['verdict_text']} - {len(bad)} finding(s): {lines}. Report: {result['html']}", **result
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The lab's validation report holds real measurements, and a browser shows its verdict."""
+
+import struct
+import zlib
+from itertools import pairwise
+
+LAB_NODES = {"mgmt1", "storage1", "gpu1", "gpu2"}
+COLOURS = {"pass": (0x1A, 0x7F, 0x37), "warn": (0xB3, 0x59, 0x00), "fail": (0xC6, 0x28, 0x28)}
+
+
+def test_verdict_is_not_failing_and_covers_every_node(report):
+    assert set(report["nodes"]) == LAB_NODES
+    assert report["verdict"] in ("pass", "warn"), report["failures"]
+    assert all(f["status"] == "warn" for f in report["failures"])
+
+
+def test_gpu_checks_say_why_they_could_not_run(report):
+    for host in ("gpu1", "gpu2"):
+        gpu = report["nodes"][host]["sections"]["gpu"]
+        assert gpu["status"] == "unavailable"
+        assert any("nvidia-smi" in c["message"] for c in gpu["checks"]), gpu["checks"]
+    assert report["nodes"]["mgmt1"]["sections"]["gpu"]["status"] == "skipped"
+
+
+def test_iperf3_measured_every_pair(report):
+    matrix = report["network_matrix"]
+    pairs = [(a, b) for a in LAB_NODES for b in LAB_NODES if a != b]
+    assert sorted((a, b) for a in matrix for b in matrix[a]) == sorted(pairs)
+    assert all(matrix[a][b] >= report["network_min_gbps"] for a, b in pairs), matrix
+    for host in LAB_NODES:
+        mtu = [c for c in report["nodes"][host]["sections"]["network"]["checks"] if c["check"].startswith("mtu.")]
+        assert [(c["status"], c["value"]) for c in mtu] == [("pass", 1500)] * 3
+
+
+def test_gloo_benchmark_ran_on_both_compute_nodes(report):
+    result = report["collective"]["result"]
+    assert (result["backend"], result["world_size"], result["hosts"]) == ("gloo", 2, ["gpu1", "gpu2"])
+    sizes = [row["bytes"] for row in result["allreduce"]]
+    assert sizes == sorted(sizes) and len(sizes) == 4
+    assert all(row["busbw_gbs"] > 0 for row in result["allreduce"])
+    ddp = result["ddp"]
+    assert ddp["step_time_1_ms"] > 0 and ddp["step_time_n_ms"] > 0
+    efficiency = ddp["step_time_1_ms"] / (2 * ddp["step_time_n_ms"])
+    assert abs(report["collective"]["efficiency"] - efficiency) < 1e-9
+    record = next(c for c in report["cluster"]["collective"]["checks"] if c["check"] == "scaling_efficiency")
+    assert record["value"] == round(efficiency, 3)
+
+
+def test_versions_compared(report):
+    checks = {c["check"]: c for c in report["cluster"]["consistency"]["checks"]}
+    assert checks["consistency.os"]["status"] == "pass"
+    assert checks["consistency.kernel"]["status"] == "pass"
+
+
+def test_browser_renders_the_verdict(report, browser):
+    dom = browser("--dump-dom")
+    assert f'id="verdict" data-status="{report["verdict"]}"' in dom
+    assert report["verdict_text"] in dom
+    assert dom.count("<tr><th>") >= 2 * len(LAB_NODES)  # node table and heat map rows
+
+
+def _png_rows(data):
+    """Decode an 8-bit RGB/RGBA, non-interlaced PNG (what Chromium writes) into rows of pixel tuples."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0
+    bpp = 4 if colour == 6 else 3
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append([tuple(line[x * bpp : x * bpp + 3]) for x in range(width)])
+        prev = line
+    return width, height, rows
+
+
+def test_screenshot_shows_the_verdict_banner(report, browser, tmp_path):
+    browser("--screenshot=/out/report.png", "--window-size=1280,2300", out_dir=tmp_path)
+    width, height, rows = _png_rows((tmp_path / "report.png").read_bytes())
+    assert (width, height) == (1280, 2300)
+    banner = COLOURS[report["verdict"]]
+    top = [y for y in range(0, 400) if rows[y].count(banner) > width // 2]
+    assert top, f"no row in the top 400 px is mostly the {report['verdict']} colour {banner}"
+    # Below the banner the page has content: many distinct colours (text, tables, charts).
+    assert len({px for row in rows[400:1800:7] for px in row[::5]}) > 50
+    assert all(b - a == 1 for a, b in pairwise(top)), "the banner is one block"

@@ -1,0 +1,43 @@
+"""validate.yml refuses bad settings before it touches a node (no lab needed: nothing connects)."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def validate(extra_vars):
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    # Point the connection at containers that cannot exist: any task past the check would fail differently.
+    extra = dict(extra_vars, ansible_docker_extra_args="--host=unix:///nonexistent.sock")
+    return subprocess.run(
+        ["ansible-playbook", "playbooks/validate.yml", "-e", json.dumps(extra)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "extra_vars, message",
+    [
+        ({"validate_bench_hosts": ["gpu1", "gpu9"]}, "validate_bench_hosts names host(s) not in the inventory: gpu9"),
+        ({"gpulab_gpu_count": 0}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0"),
+        ({"validate_net_min_gbps": -1}, "validate_net_min_gbps must be greater than 0, got -1"),
+        ({"validate_efficiency_healthy": -1}, "validate_efficiency_healthy must be in (0, 1], got -1"),
+    ],
+)
+def test_bad_settings_are_refused_with_a_message(extra_vars, message):
+    run = validate(extra_vars)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "validate.yml settings have" in output, output[-3000:]
+    assert message in output
+    assert "Install the measurement tools" not in output  # stopped before any node was touched

@@ -1,0 +1,62 @@
+from ansible_collections.gpulab.cluster.plugins.filter.validate import validate_problems
+
+GOOD = {
+    "net_hosts": ["gpu1", "gpu2"],
+    "bench_hosts": ["gpu1", "gpu2"],
+    "net_min_ratio": 0.9,
+    "net_min_gbps": None,
+    "net_line_rate_gbps": 100,
+    "net_streams": 4,
+    "net_duration": 5,
+    "bench_global_batch": 256,
+    "bench_min_busbw_gbs": None,
+    "efficiency_healthy": 0.9,
+    "efficiency_acceptable": 0.7,
+    "fail_on": "fail",
+}
+HOSTS = ["mgmt1", "gpu1", "gpu2"]
+
+
+def test_good_settings_pass():
+    assert validate_problems(GOOD, HOSTS, {"gpu1": 2, "gpu2": None}) == []
+
+
+def test_unknown_host_zero_gpus_and_negative_threshold():
+    settings = dict(GOOD, bench_hosts=["gpu1", "gpu9"], net_min_gbps=-1, efficiency_acceptable=0.95)
+    assert validate_problems(settings, HOSTS, {"gpu1": 0, "gpu2": "two"}) == [
+        "validate_bench_hosts names host(s) not in the inventory: gpu9",
+        "validate_net_min_gbps must be greater than 0, got -1",
+        "validate_efficiency_acceptable (0.95) must not exceed validate_efficiency_healthy (0.9)",
+        "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on nodes without GPUs",
+        "gpu2: gpulab_gpu_count must be a whole number of at least 1, got 'two'; leave it unset on nodes without GPUs",
+    ]
+
+
+def test_types_and_ranges():
+    settings = dict(GOOD, net_hosts="gpu1", net_min_ratio=1.5, net_streams=True, fail_on="sometimes")
+    assert validate_problems(settings, HOSTS, {}) == [
+        "validate_net_hosts must be a list of inventory hosts, got 'gpu1'",
+        "validate_net_min_ratio must be in (0, 1], got 1.5",
+        "validate_net_streams must be greater than 0, got True",
+        "validate_fail_on must be one of fail, warn, never, got 'sometimes'",
+    ]
+
+
+def test_filter_reads_gpu_counts_from_hostvars():
+    from ansible_collections.gpulab.cluster.plugins.filter.validate import validate_settings_problems
+
+    hostvars = {"mgmt1": {}, "gpu1": {"gpulab_gpu_count": 0}, "gpu2": {}}
+    groups = {"all": HOSTS, "compute": ["gpu1", "gpu2"]}
+    assert validate_settings_problems(GOOD, hostvars, groups) == [
+        "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on nodes without GPUs"
+    ]
+
+
+def test_results_gathered_per_host_with_missing_ones_empty():
+    from ansible_collections.gpulab.cluster.plugins.filter.validate import validation_results
+
+    gpu1 = {"__validate_versions": {"versions": {}}, "__validate_gpu": {"status": "pass"}, "__validate_net": {"a": 1}}
+    assert validation_results({"gpu1": gpu1, "mgmt1": {}}, ["gpu1", "mgmt1"]) == {
+        "gpu1": {"reached": True, "gpu": {"status": "pass"}, "rdma": {}, "nccl": {}, "network": {"a": 1}},
+        "mgmt1": {"reached": False, "gpu": {}, "rdma": {}, "nccl": {}, "network": {}},
+    }

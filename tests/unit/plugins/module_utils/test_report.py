@@ -1,0 +1,100 @@
+import json
+from pathlib import Path
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import collective, report
+
+RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "collective" / "gloo-2nodes-cpu.json"
+
+
+def rec(check, status, message="m", **kw):
+    return {"check": check, "status": status, "message": message, **kw}
+
+
+def network(peer, gbps, status="pass"):
+    return {
+        "status": status,
+        "checks": [rec(f"bandwidth.{peer}", status, f"TCP to {peer}"), rec(f"mtu.{peer}", "pass")],
+        "results": [{"name": peer, "received_gbps": gbps}],
+        "min_gbps": 5.0,
+    }
+
+
+def inputs():
+    bench = collective.parse_result(RECORDED.read_text())
+    nodes = {
+        "gpu1": {
+            "reached": True,
+            "gpu": {"status": "unavailable", "checks": [rec("gpu_count", "unavailable", "nvidia-smi not found")]},
+            "rdma": {"skipped": True},
+            "nccl": {"skipped": True},
+            "network": network("gpu2", 9.3),
+        },
+        "gpu2": {
+            "reached": True,
+            "gpu": {"failed": True, "msg": "could not read nvidia-smi output: <garbage>"},
+            "network": network("gpu1", None, "fail"),
+        },
+        "mgmt1": {"reached": False},
+    }
+    cluster = {
+        "consistency": {"checks": [rec("consistency.os", "pass"), rec("consistency.driver", "unavailable")]},
+        "collective": {
+            "role": "reporter",
+            "checks": [c.as_dict() for c in collective.evaluate(bench)],
+            "result": bench,
+            "efficiency": 0.462,
+        },
+    }
+    return nodes, cluster
+
+
+def test_build_gives_one_verdict_and_orders_failures():
+    nodes, cluster = inputs()
+    data = report.build(nodes, cluster, "2026-11-30T12:00:00+00:00")
+    assert data["verdict"] == "fail" and data["verdict_text"] == "Failing: see what failed"
+    assert [(f["status"], f["node"], f["section"], f["check"]) for f in data["failures"]] == [
+        ("fail", "cluster", "collective", "scaling_efficiency"),
+        ("fail", "gpu2", "gpu", "error"),
+        ("fail", "gpu2", "network", "bandwidth.gpu1"),
+        ("fail", "mgmt1", "node", "reachable"),
+    ]
+    assert data["failures"][1]["message"] == "the check could not complete: could not read nvidia-smi output: <garbage>"
+    assert {h: n["status"] for h, n in data["nodes"].items()} == {"gpu1": "pass", "gpu2": "fail", "mgmt1": "fail"}
+    gpu1 = data["nodes"]["gpu1"]["sections"]
+    assert {k: v["status"] for k, v in gpu1.items()} == {
+        "gpu": "unavailable",
+        "rdma": "skipped",
+        "nccl": "skipped",
+        "network": "pass",
+    }
+    assert data["cluster"]["consistency"]["status"] == "pass"  # os passed; no driver anywhere is not a fault
+    assert data["network_matrix"] == {"gpu1": {"gpu2": 9.3}, "gpu2": {"gpu1": None}}
+    assert data["network_min_gbps"] == 5.0
+    assert data["counts"] == {"pass": 6, "warn": 0, "fail": 4, "unavailable": 2}
+    json.dumps(data)  # the report is plain JSON
+
+
+def test_only_unavailable_is_healthy_where_checked():
+    data = report.build({"gpu1": {"reached": True, "network": network("gpu2", 9.0)}}, {}, "t")
+    assert (data["verdict"], data["verdict_text"]) == ("pass", "Healthy")
+    gpu_only = {"gpu1": {"reached": True, "gpu": {"checks": [rec("gpu_count", "unavailable")]}}}
+    data = report.build(gpu_only, {"consistency": {"checks": [rec("consistency.os", "pass")]}}, "t")
+    assert (data["verdict"], data["verdict_text"]) == ("pass", "Healthy where it could be checked")
+
+
+def test_html_is_self_contained_and_escaped():
+    nodes, cluster = inputs()
+    page = report.render_html(report.build(nodes, cluster, "2026-11-30T12:00:00+00:00"), 0.9, 0.7)
+    assert page.startswith("<!doctype html>")
+    assert "<script" not in page and "http://" not in page and "https://" not in page and "<link" not in page
+    assert "id='verdict' data-status='fail'" in page
+    assert "&lt;garbage&gt;" in page and "<garbage>" not in page
+    assert page.count("<polyline") == 1  # the all-reduce series
+    assert ">failed</td>" in page  # the gpu2 -> gpu1 cell of the heat map
+    assert "46%</text>" in page  # the efficiency marker
+    assert "<code>--tags validate_collective</code>" in page
+
+
+def test_empty_charts_say_so():
+    page = report.render_html(report.build({"gpu1": {"reached": True}}, {}, "t"))
+    assert "No measurements to plot." in page and "No bandwidth measured" in page and "Scaling not measured" in page

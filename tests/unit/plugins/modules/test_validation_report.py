@@ -1,0 +1,33 @@
+import json
+import os
+
+from ansible_collections.gpulab.cluster.plugins.modules import validation_report
+
+NODES = {
+    "gpu1": {"reached": True, "gpu": {"checks": [{"check": "gpu_count", "status": "pass", "message": "2 GPUs"}]}},
+    "gpu2": {"reached": True, "gpu": {"checks": [{"check": "ecc", "status": "warn", "message": "ECC pending"}]}},
+}
+
+
+def test_writes_json_html_and_latest(run_module, tmp_path):
+    result, failed = run_module(validation_report.main, {"nodes": NODES, "dest": str(tmp_path)}, check_mode=True)
+    assert not failed, result
+    assert result["changed"] is False and result["verdict"] == "warn"
+    out = result["report_dir"]
+    assert os.path.realpath(tmp_path / "latest") == os.path.realpath(out)
+    data = json.loads((tmp_path / "latest" / "report.json").read_text())
+    assert data["failures"][0]["check"] == "ecc"
+    assert "ECC pending" in (tmp_path / "latest" / "report.html").read_text()
+    again, _ = run_module(validation_report.main, {"nodes": NODES, "dest": str(tmp_path)})
+    assert again["report_dir"] != out and os.path.realpath(tmp_path / "latest") == os.path.realpath(again["report_dir"])
+
+
+def test_fail_on_warn_fails_naming_the_node(run_module, tmp_path):
+    result, failed = run_module(validation_report.main, {"nodes": NODES, "dest": str(tmp_path), "fail_on": "warn"})
+    assert failed
+    assert result["msg"].startswith("Degraded: see the warnings - 1 finding(s): gpu2 ecc: ECC pending. Report: ")
+
+
+def test_empty_nodes_refused(run_module, tmp_path):
+    result, failed = run_module(validation_report.main, {"nodes": {}, "dest": str(tmp_path)})
+    assert failed and result["msg"].startswith("nodes is empty")
