@@ -115,3 +115,11 @@ def module_result(records: list[Check], fail_on: str, **extra: Any) -> tuple[dic
         return result, None
     lines = "; ".join(f"{r.check}: {r.message}" for r in bad)
     return result, f"{len(bad)} check(s) at or above '{fail_on}': {lines}"
+
+
+def exit_with_records(module: Any, records: list[Check], **extra: Any) -> None:
+    """End an AnsibleModule run with the records: fail_json when its fail_on says so, else exit_json."""
+    result, failure = module_result(records, module.params["fail_on"], **extra)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)

@@ -64,7 +64,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import versions as v
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records
 
 # The CUDA repository's toolkit is not on PATH for non-login shells.
 CUDA_NVCC = "/usr/local/cuda/bin/nvcc"
@@ -133,10 +133,7 @@ def main() -> None:
     if bad:
         module.fail_json(msg=f"versions of {', '.join(bad)} are not a mapping of component to version")
     records = v.compare(versions, tuple(module.params["components"]))
-    result, failure = module_result(records, module.params["fail_on"])
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    exit_with_records(module, records)
 
 
 if __name__ == "__main__":

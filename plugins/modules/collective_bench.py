@@ -131,14 +131,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import failed, module_result, unavailable
-
-
-def _finish(module: AnsibleModule, records: list, **extra) -> None:
-    result, failure = module_result(records, module.params["fail_on"], **extra)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 
 
 def main() -> None:
@@ -191,7 +184,7 @@ def main() -> None:
             "benchmark (validation_collective_bench: true)",
             code="BENCH_MISSING",
         )
-        _finish(module, [record], role=role)
+        exit_with_records(module, [record], role=role)
 
     output = os.path.join(module.tmpdir, "collective_bench.json")
     worker_args = [
@@ -228,7 +221,7 @@ def main() -> None:
             )
         else:
             record = failed("collective.run", f"torchrun exited {rc}: {tail[-600:].strip()}", code="BENCH_FAILED")
-        _finish(module, [record], role=role, cmd=cmd, output_tail=tail)
+        exit_with_records(module, [record], role=role, cmd=cmd, output_tail=tail)
     if role == "worker":
         module.exit_json(changed=False, role=role, status="pass", summary={}, checks=[], cmd=cmd)
     try:
@@ -241,7 +234,7 @@ def main() -> None:
     ddp = result["ddp"]
     records = cb.evaluate(result, p["efficiency_healthy"], p["efficiency_acceptable"], p["min_busbw_gbs"])
     value = cb.efficiency(float(ddp["step_time_1_ms"]), float(ddp["step_time_n_ms"]), int(ddp["workers"]))
-    _finish(module, records, role=role, cmd=cmd, result=result, efficiency=value)
+    exit_with_records(module, records, role=role, cmd=cmd, result=result, efficiency=value)
 
 
 if __name__ == "__main__":

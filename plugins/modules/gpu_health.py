@@ -126,7 +126,7 @@ xids:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import failed, module_result, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 
@@ -290,10 +290,7 @@ def main() -> None:
     if fault is not None:  # nvidia-smi said the hardware is broken: that, not "unavailable"
         records = [fault]
     records += log_records
-    result, failure = module_result(records, p["fail_on"], gpus=gpus or [], source=source, **extra)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    exit_with_records(module, records, gpus=gpus or [], source=source, **extra)
 
 
 if __name__ == "__main__":

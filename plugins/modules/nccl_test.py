@@ -139,7 +139,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
 from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,
     build_command,
@@ -214,8 +214,7 @@ def main() -> None:
                 "install nccl-tests (role nccl) or set tests_dir",
                 code="NCCL_TESTS_MISSING",
             )
-            result, _ = module_result([record], p["fail_on"])
-            module.exit_json(**result)
+            exit_with_records(module, [record])
         cmd = build_command(
             p["test"],
             p["tests_dir"],
@@ -245,10 +244,7 @@ def main() -> None:
         min_size=p["min_size"],
         rdma_expected=p["rdma_expected"],
     )
-    result, failure = module_result(records, p["fail_on"], result=parsed.as_dict(), **extra)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    exit_with_records(module, records, result=parsed.as_dict(), **extra)
 
 
 if __name__ == "__main__":

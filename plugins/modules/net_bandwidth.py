@@ -110,7 +110,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import net_tests as nt
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
 
 SYS_NET = "/sys/class/net"
 
@@ -215,8 +215,7 @@ def main() -> None:
             f"{' and '.join(missing)} not installed on {os.uname().nodename}; the validate playbook installs them",
             code="NET_TOOLS_MISSING",
         )
-        result, _ = module_result([record], p["fail_on"], results=[], interface={})
-        module.exit_json(**result)
+        exit_with_records(module, [record], results=[], interface={})
 
     interface = p["interface"] or _route_interface(module, p["peers"][0]["address"])
     if not interface:
@@ -247,10 +246,7 @@ def main() -> None:
     ]
     speed_gbps = speed_mbps / 1000 if speed_mbps and speed_mbps > 0 else None
     info = {"name": interface, "mtu": mtu, "speed_gbps": speed_gbps, "counter_deltas": deltas}
-    result, failure = module_result(records, p["fail_on"], results=results, interface=info, min_gbps=min_gbps)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    exit_with_records(module, records, results=results, interface=info, min_gbps=min_gbps)
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import rdma
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import module_result, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
 
 SYS_INFINIBAND = "/sys/class/infiniband"
 
@@ -220,8 +220,7 @@ def main() -> None:
             "driver (mlx5_ib) or set up Soft-RoCE",
             code="RDMA_NO_DEVICE",
         )
-        result, _ = module_result([record], p["fail_on"], ports=[], gid_index=None)
-        module.exit_json(**result)
+        exit_with_records(module, [record], ports=[], gid_index=None)
 
     mtus = _active_mtus(module)
     link_layer = "Ethernet" if p["fabric"] == "roce" else "InfiniBand"
@@ -245,10 +244,7 @@ def main() -> None:
                 pfc, dscp_prio, trust, source = _qos(module, netdev)
                 records += rdma.evaluate_qos(pfc, dscp_prio, trust, p["pfc_priority"], p["roce_dscp"], source)
 
-    result, failure = module_result(records, p["fail_on"], ports=ports, gid_index=gid_index)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    exit_with_records(module, records, ports=ports, gid_index=gid_index)
 
 
 if __name__ == "__main__":
