@@ -6,7 +6,7 @@ PY := python3.11
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Scenarios in the order `make test` runs them (cheap ones first).
-SCENARIOS ?= preflight common
+SCENARIOS ?= preflight common slurm
 S ?= common
 
 .PHONY: setup engine image lab lab-destroy test test-lab lint test-unit molecule molecule-all clean
@@ -49,8 +49,8 @@ test: lint test-unit molecule-all test-lab
 
 lint: setup
 	yamllint -s .
-	ruff check plugins tests
-	ruff format --check plugins tests
+	ruff check plugins tests molecule
+	ruff format --check plugins tests molecule
 	ansible-lint
 
 test-unit: setup

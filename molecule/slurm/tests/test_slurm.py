@@ -1,0 +1,168 @@
+"""A real Slurm cluster: scheduling across nodes, GPUs, accounting, fair share, self-draining checks."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import testinfra
+
+SCENARIO = Path(__file__).resolve().parents[1]
+COMPUTE = ("slurm-gpu1", "slurm-gpu2")
+
+
+@pytest.fixture(scope="module")
+def ctl(request):
+    """The controller, where users submit jobs."""
+    return testinfra.get_host("ansible://slurm-mgmt", ansible_inventory=request.config.option.ansible_inventory)
+
+
+@pytest.fixture(scope="module")
+def node(request):
+    def get(name):
+        return testinfra.get_host(f"ansible://{name}", ansible_inventory=request.config.option.ansible_inventory)
+
+    return get
+
+
+def as_user(ctl, user, command, check=True):
+    cmd = f"runuser -u {user} -- {command}"
+    return ctl.check_output(cmd) if check else ctl.run(cmd)
+
+
+def wait_for(predicate, seconds, step=2):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def node_state(ctl, name):
+    """(State, Reason) of a node; Reason is last on scontrol's line and may hold spaces."""
+    line = ctl.check_output(f"scontrol -o show node {name}")
+    state = line.split(" State=", 1)[1].split(" ", 1)[0]
+    reason = line.split(" Reason=", 1)[1] if " Reason=" in line else ""
+    return state, reason
+
+
+def active_since(host, unit):
+    return host.check_output(f"systemctl show {unit} -p ActiveEnterTimestampMonotonic --value")
+
+
+def test_both_compute_nodes_idle_in_gpu_partition(ctl):
+    def idle():
+        out = ctl.check_output("sinfo -h -p gpu -N -o '%N %t'")
+        return sorted(out.splitlines()) == [f"{n} idle" for n in COMPUTE] and out
+
+    assert idle(), ctl.check_output("sinfo -N")
+    assert ctl.check_output("scontrol show partition gpu").count("Default=YES") == 1
+
+
+def test_srun_on_two_nodes(ctl):
+    out = as_user(ctl, "alice", "srun -N2 -t 1 hostname")
+    assert sorted(out.split()) == list(COMPUTE)
+
+
+def test_batch_job_recorded_with_user_and_account(ctl, node):
+    job = as_user(ctl, "alice", "sbatch --parsable -N2 -t 1 -D /tmp -o /tmp/job-%j.out --wrap 'srun hostname'").strip()
+
+    def finished():
+        row = ctl.check_output(f"sacct -n -P -X -j {job} --format=User,Account,State,NNodes").strip()
+        return row if row.split("|")[2:3] in (["COMPLETED"], ["FAILED"]) else None
+
+    assert wait_for(finished, 60) == "alice|vision|COMPLETED|2"
+    # The batch script ran on the first node; its srun printed both names.
+    output = node(COMPUTE[0]).file(f"/tmp/job-{job}.out").content_string
+    assert sorted(output.split()) == list(COMPUTE)
+
+
+def test_gpu_request_gets_its_device_and_too_many_is_refused(ctl):
+    out = as_user(ctl, "alice", "srun -N1 -t 1 --gres=gpu:1 printenv CUDA_VISIBLE_DEVICES")
+    assert out.strip() == "0"
+    # Device cgroup: the job sees only the GPU it was given.
+    shown = as_user(ctl, "alice", "srun -N1 -t 1 --gres=gpu:1 bash -c 'cat /dev/nvidia1 2>&1 || true'")
+    assert "Operation not permitted" in shown
+    refused = as_user(ctl, "alice", "srun -N1 -t 1 --gres=gpu:3 true", check=False)
+    assert refused.rc != 0
+    assert "Requested node configuration is not available" in refused.stderr
+
+
+def test_fair_share_tree_and_enforcement(ctl):
+    tree = ctl.check_output("sshare -n -P -a --format=Account,User,RawShares")
+    # sshare indents accounts and users by depth in the tree.
+    rows = {tuple(f.strip() for f in line.split("|")[:2]): line.split("|")[2] for line in tree.splitlines()}
+    assert rows[("vision", "")] == "1" and rows[("nlp", "")] == "2"
+    assert ("vision", "alice") in rows and ("nlp", "bob") in rows
+    refused = as_user(ctl, "mallory", "srun -N1 -t 1 hostname", check=False)
+    assert refused.rc != 0
+    assert "Invalid account or account/partition combination specified" in refused.stderr
+
+
+def test_munge_key_shared_and_private(ctl, node):
+    digests = {h: node(h).check_output("sha256sum /etc/munge/munge.key").split()[0] for h in ("slurm-mgmt", *COMPUTE)}
+    assert len(set(digests.values())) == 1
+    key = ctl.file("/etc/munge/munge.key")
+    assert (key.user, key.mode) == ("munge", 0o400)
+    assert ctl.file("/etc/slurm/slurmdbd.conf").mode == 0o600
+
+
+def test_gres_conf_lists_devices_without_nvml(node):
+    gres = node("slurm-gpu1").file("/etc/slurm/gres.conf").content_string
+    assert "Name=gpu File=/dev/nvidia[0-1]" in gres
+    assert "AutoDetect=nvml" not in gres  # Debian's slurmd has no NVML plugin
+
+
+def test_missing_gpu_drains_the_node_and_its_return_resumes_it(ctl, node):
+    gpu2 = node("slurm-gpu2")
+    gpu2.check_output("rm /dev/nvidia1")
+    try:
+        drained = wait_for(lambda: "DRAIN" in node_state(ctl, "slurm-gpu2")[0] and node_state(ctl, "slurm-gpu2"), 40)
+        assert drained, node_state(ctl, "slurm-gpu2")
+        assert drained[1].startswith("gpulab: 1 of 2 GPU devices present")
+    finally:
+        gpu2.check_output("mknod -m 666 /dev/nvidia1 c 195 1")
+    assert wait_for(lambda: node_state(ctl, "slurm-gpu2") == ("IDLE", ""), 40), node_state(ctl, "slurm-gpu2")
+
+
+def test_an_administrators_drain_is_left_alone(ctl):
+    ctl.check_output("scontrol update NodeName=slurm-gpu1 State=DRAIN Reason=maintenance")
+    try:
+        time.sleep(25)  # two health-check intervals
+        state, reason = node_state(ctl, "slurm-gpu1")
+        assert "DRAIN" in state and reason.startswith("maintenance")
+    finally:
+        ctl.check_output("scontrol update NodeName=slurm-gpu1 State=RESUME")
+
+
+def test_config_change_restarts_only_what_it_must(ansible_playbook, ctl, node):
+    before = {
+        "slurmdbd": active_since(ctl, "slurmdbd"),
+        "mariadb": active_since(ctl, "mariadb"),
+        "slurmctld": active_since(ctl, "slurmctld"),
+        "slurmd": active_since(node("slurm-gpu1"), "slurmd"),
+    }
+    run = ansible_playbook("playbooks/slurm.yml", "-e", json.dumps({"slurm_config": {"MaxJobCount": 20000}}))
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert ctl.file("/etc/slurm/slurm.conf").contains("^MaxJobCount=20000$")
+    assert active_since(ctl, "slurmdbd") == before["slurmdbd"]
+    assert active_since(ctl, "mariadb") == before["mariadb"]
+    assert active_since(ctl, "slurmctld") != before["slurmctld"]
+    assert active_since(node("slurm-gpu1"), "slurmd") != before["slurmd"]
+    # Back to the scenario's configuration, so the next tests see it.
+    assert ansible_playbook("playbooks/slurm.yml").returncode == 0
+
+
+def test_third_node_joins_with_limit_without_touching_the_others(ansible_playbook, ctl, node):
+    before = active_since(node("slurm-gpu1"), "slurmd")
+    run = ansible_playbook(
+        "playbooks/slurm.yml", "--limit", "slurm-gpu3,slurm-mgmt", inventories=(SCENARIO / "add-node.yml",)
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "slurm-gpu1" not in run.stdout
+    assert wait_for(lambda: "slurm-gpu3 idle" in ctl.check_output("sinfo -h -N -o '%N %t'"), 60)
+    assert active_since(node("slurm-gpu1"), "slurmd") == before
+    out = as_user(ctl, "alice", "srun -N1 -t 1 -w slurm-gpu3 hostname")
+    assert out.strip() == "slurm-gpu3"

@@ -1,0 +1,85 @@
+"""Slurm accounting as data: read `sacctmgr -P -n show` output and plan the commands that make it match.
+
+Pure functions; the slurm_accounting module runs sacctmgr. Only additions and changes are planned:
+removing an account or user is left to an administrator (it can cancel jobs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class SlurmParseError(ValueError):
+    """sacctmgr output that is not the pipe-separated table asked for."""
+
+
+def parse_parsable(text: str, fields: Iterable[str]) -> list[dict[str, str]]:
+    """`sacctmgr -n -P show ... format=A,B` -> [{A: .., B: ..}] (one '|' between fields, none at the end)."""
+    names = list(fields)
+    rows = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        values = line.split("|")
+        if len(values) != len(names):
+            raise SlurmParseError(f"expected {len(names)} fields ({', '.join(names)}), got {len(values)}: {line!r}")
+        rows.append(dict(zip(names, values, strict=True)))
+    return rows
+
+
+def _kv(options: Mapping[str, Any]) -> list[str]:
+    return [f"{key}={value}" for key, value in sorted(options.items())]
+
+
+def plan(
+    cluster: str,
+    clusters: list[str],
+    accounts: list[dict[str, Any]],
+    qos: list[dict[str, Any]],
+    existing_accounts: list[dict[str, str]],
+    existing_users: list[dict[str, str]],
+    existing_qos: list[str],
+) -> list[list[str]]:
+    """sacctmgr argument lists (without `sacctmgr -i`) that add what is missing and fix fair-share values.
+
+    accounts: [{name, description, organization, fairshare, qos: [..], users: [..]}]; qos: [{name, priority}].
+    existing_accounts: rows {Account, Fairshare} of account associations (User empty) on the cluster;
+    existing_users: rows {Account, User} of user associations on the cluster.
+    """
+    commands: list[list[str]] = []
+    if cluster not in clusters:
+        commands.append(["add", "cluster", cluster])
+    for q in qos:
+        if q["name"] not in existing_qos:
+            commands.append(["add", "qos", q["name"], *_kv({"Priority": q.get("priority", 0)})])
+    have_accounts = {row["Account"]: row for row in existing_accounts}
+    have_users = {(row["Account"], row["User"]) for row in existing_users}
+    for account in accounts:
+        name = account["name"]
+        wanted = {
+            "Cluster": cluster,
+            "Description": account.get("description") or name,
+            "Organization": account.get("organization") or name,
+            "Fairshare": account.get("fairshare", 1),
+        }
+        if account.get("qos"):
+            wanted["QOS"] = ",".join(account["qos"])
+        if name not in have_accounts:
+            commands.append(["add", "account", name, *_kv(wanted)])
+        elif str(have_accounts[name].get("Fairshare")) != str(wanted["Fairshare"]):
+            commands.append(
+                [
+                    "modify",
+                    "account",
+                    "where",
+                    f"Name={name}",
+                    f"Cluster={cluster}",
+                    "set",
+                    f"Fairshare={wanted['Fairshare']}",
+                ]
+            )
+        for user in account.get("users") or []:
+            if (name, user) not in have_users:
+                commands.append(["add", "user", user, f"Account={name}", f"Cluster={cluster}"])
+    return commands

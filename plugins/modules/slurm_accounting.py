@@ -1,0 +1,114 @@
+#!/usr/bin/python
+"""Make Slurm's accounting database hold the configured cluster, QOS, accounts and user associations."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: slurm_accounting
+short_description: Add the cluster, QOS, accounts and user associations to Slurm accounting
+description:
+  - Reads what C(sacctmgr) has and adds what is missing - the cluster, each QOS, each account with its
+    fair-share value, each user's association with an account - and corrects changed fair-share values.
+  - Never removes an account, user or QOS (that can cancel running jobs); do it with C(sacctmgr) by hand.
+  - Run it on the node that can reach slurmdbd (the management node).
+version_added: 0.1.0
+author: gpulab developers
+options:
+  cluster:
+    description: The cluster name, as C(ClusterName) in slurm.conf.
+    type: str
+    required: true
+  accounts:
+    description: Accounts, each C({name, description, organization, fairshare, qos, users}).
+    type: list
+    elements: dict
+    default: []
+  qos:
+    description: Quality-of-service levels, each C({name, priority}).
+    type: list
+    elements: dict
+    default: []
+attributes:
+  check_mode:
+    support: full
+    details: Reports the sacctmgr commands it would run, and runs none.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Accounts for two groups sharing the cluster evenly
+  gpulab.cluster.slurm_accounting:
+    cluster: gpulab
+    accounts:
+      - {name: vision, fairshare: 1, users: [alice]}
+      - {name: nlp, fairshare: 1, users: [bob]}
+"""
+
+RETURN = r"""
+commands:
+  description: The sacctmgr commands run (or, in check mode, that would run).
+  returned: always
+  type: list
+  elements: list
+  sample: [[add, account, vision, Cluster=gpulab, Description=vision, Fairshare=1, Organization=vision]]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            cluster=dict(type="str", required=True),
+            accounts=dict(type="list", elements="dict", default=[]),
+            qos=dict(type="list", elements="dict", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for kind in ("accounts", "qos"):
+        unnamed = [i for i, item in enumerate(p[kind]) if not item.get("name")]
+        if unnamed:
+            module.fail_json(msg=f"{kind} entries {unnamed} have no name")
+    sacctmgr = module.get_bin_path("sacctmgr", required=True)
+
+    def show(*args: str) -> str:
+        rc, out, err = module.run_command([sacctmgr, "-n", "-P", "show", *args], environ_update={"LC_ALL": "C"})
+        if rc != 0:
+            module.fail_json(msg=f"sacctmgr show {args[0]} failed (is slurmdbd running?): {err.strip() or out.strip()}")
+        return out
+
+    try:
+        clusters = [r["Cluster"] for r in slurm.parse_parsable(show("cluster", "format=Cluster"), ["Cluster"])]
+        assoc = slurm.parse_parsable(
+            show("association", f"cluster={p['cluster']}", "format=Account,User,Fairshare"),
+            ["Account", "User", "Fairshare"],
+        )
+        qos = [r["Name"] for r in slurm.parse_parsable(show("qos", "format=Name"), ["Name"])]
+    except slurm.SlurmParseError as exc:
+        module.fail_json(msg=f"could not read sacctmgr output: {exc}")
+    commands = slurm.plan(
+        p["cluster"],
+        clusters,
+        p["accounts"],
+        p["qos"],
+        [row for row in assoc if not row["User"]],
+        [row for row in assoc if row["User"]],
+        qos,
+    )
+    if not module.check_mode:
+        for command in commands:
+            rc, out, err = module.run_command([sacctmgr, "-i", *command])
+            if rc != 0:
+                module.fail_json(
+                    msg=f"sacctmgr {' '.join(command)} failed: {err.strip() or out.strip()}", commands=commands
+                )
+    module.exit_json(changed=bool(commands), commands=commands)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+from ansible_collections.gpulab.cluster.plugins.filter.slurm import slurm_problems
+
+GROUPS = {"all": ["mgmt1", "gpu1", "gpu2"], "management": ["mgmt1"], "compute": ["gpu1", "gpu2"]}
+NODE = {"gpulab_cpus": 16, "gpulab_memory_mb": 64000, "gpulab_gpu_count": 2}
+HOSTVARS = {"mgmt1": {}, "gpu1": dict(NODE), "gpu2": dict(NODE)}
+GPU = [{"name": "gpu", "default": True}]
+
+
+def test_a_good_inventory_has_no_problems():
+    assert slurm_problems(HOSTVARS, GROUPS, "mgmt1", GPU, "generate", "") == []
+    assert slurm_problems(HOSTVARS, GROUPS, "mgmt1", GPU, "vault", "k" * 64) == []
+
+
+def test_each_bad_input_is_named():
+    hostvars = dict(HOSTVARS, gpu2=dict(NODE, gpulab_gpu_count=0, gpulab_cpus=None))
+    partitions = [{"name": "gpu", "default": True, "nodes": ["gpu1", "gpu7"]}, {"name": "gpu", "default": True}]
+    assert slurm_problems(hostvars, GROUPS, "ctl9", partitions, "vault", "") == [
+        "slurm_controller 'ctl9' is not an inventory host (default: the first management node)",
+        "gpu2: gpulab_cpus must be a whole number of at least 1, got None; Slurm's node line comes from the "
+        "inventory so that one node can be added with --limit",
+        "gpu2: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on a node without GPUs",
+        "slurm_partitions 'gpu' names node(s) not in the compute group: gpu7",
+        "slurm_partitions has duplicate names: gpu",
+        "more than one slurm_partitions entry has default: true",
+        "slurm_munge_key is empty while slurm_munge_key_source is 'vault': put the key in an Ansible Vault file "
+        "(e.g. dd if=/dev/urandom bs=48 count=1 | base64 -w0) or use slurm_munge_key_source: generate",
+    ]
+
+
+def test_short_munge_key_and_empty_compute():
+    groups = dict(GROUPS, compute=[])
+    assert slurm_problems(HOSTVARS, groups, "mgmt1", GPU, "vault", "short") == [
+        "the compute group is empty: Slurm needs at least one compute node",
+        "slurm_munge_key is shorter than 32 characters; munged refuses it",
+    ]
