@@ -130,8 +130,13 @@ def build(
     for sec in [*cluster_sections.values(), *(s for n in report_nodes.values() for s in n["sections"].values())]:
         for c in sec["checks"]:
             counts[c["status"]] += 1
+    node_problems = {}
+    for f in failures:
+        if f["status"] == "fail" and f["node"] != "cluster":
+            node_problems.setdefault(f["node"], f"{f['check']}: {f['message']}")
     return {
         "title": title,
+        "node_problems": node_problems,
         "generated": generated,
         "verdict": verdict,
         "verdict_text": VERDICTS["pass_partial" if verdict == "pass" and counts["unavailable"] else verdict],

@@ -83,3 +83,29 @@ def plan(
             if (name, user) not in have_users:
                 commands.append(["add", "user", user, f"Account={name}", f"Cluster={cluster}"])
     return commands
+
+
+def parse_node_line(line: str) -> tuple[str, str]:
+    """`scontrol -o show node NAME` -> (State, Reason). Reason comes last and may hold spaces;
+    Slurm appends ' [user@time]' to it, which is removed."""
+    if " State=" not in f" {line}":
+        raise SlurmParseError(f"no State= in scontrol output: {line[:200]!r}")
+    state = f" {line}".split(" State=", 1)[1].split(" ", 1)[0]
+    reason = line.split(" Reason=", 1)[1].strip() if " Reason=" in line else ""
+    if reason.endswith("]") and " [" in reason:
+        reason = reason.rsplit(" [", 1)[0]
+    return state, reason
+
+
+def drain_action(state: str, reason: str, problem: str | None, prefix: str) -> str | None:
+    """What to do with one node: 'drain', 'resume' or None.
+
+    Drain a node with a problem unless someone else drained it (a reason without our prefix);
+    resume a healthy node only when the reason is ours. `problem` is the text after the prefix.
+    """
+    ours = reason.startswith(prefix)
+    if problem is not None:
+        if reason and not ours:
+            return None  # an administrator's drain (or another tool's): leave it
+        return None if reason == f"{prefix} {problem}" and "DRAIN" in state else "drain"
+    return "resume" if ours else None

@@ -68,6 +68,11 @@ failures:
   returned: always
   type: list
   elements: dict
+node_problems:
+  description: Each node with a failed check, and its first failed check (what a Slurm drain reason says).
+  returned: always
+  type: dict
+  sample: {gpu2: "gpu_count: 1 GPU found, 2 expected"}
 report_dir:
   description: The directory written.
   returned: always
@@ -142,6 +147,7 @@ def main() -> None:
         "verdict_text": data["verdict_text"],
         "counts": data["counts"],
         "failures": data["failures"],
+        "node_problems": data["node_problems"],
         "report_dir": out,
         "html": os.path.join(out, "report.html"),
     }

@@ -1,6 +1,7 @@
 """A real Slurm cluster: scheduling across nodes, GPUs, accounting, fair share, self-draining checks."""
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -135,6 +136,46 @@ def test_an_administrators_drain_is_left_alone(ctl):
         assert "DRAIN" in state and reason.startswith("maintenance")
     finally:
         ctl.check_output("scontrol update NodeName=slurm-gpu1 State=RESUME")
+
+
+FAKE_SMI = r"""#!/bin/bash
+# Test stand-in: nvidia-smi -L lists both GPUs (the node check is content), the query sees one.
+case "$*" in
+  -L) printf 'GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)\nGPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)\n' ;;
+  *--query-gpu=*) head -n 1 /usr/local/share/gpulab-query.csv ;;
+esac
+"""
+ROOT = SCENARIO.parents[1]
+
+
+def validate(ansible_playbook, tmp_path):
+    settings = {"validate_drain": True, "validation_collective_bench": False, "validate_report_dir": str(tmp_path)}
+    return ansible_playbook("playbooks/validate.yml", "--skip-tags", "validate_long", "-e", json.dumps(settings))
+
+
+def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_playbook, ctl, node, tmp_path):
+    gpu2 = node("slurm-gpu2")
+    csv = (ROOT / "tests/unit/fixtures/nvidia_smi/query_rtx4090_550.csv").read_text()
+    gpu2.check_output(f"printf %s {shlex.quote(csv)} > /usr/local/share/gpulab-query.csv")
+    # Into place in one rename: the node check must never see a half-written nvidia-smi.
+    tmp = "/usr/local/bin/.nvidia-smi.new"
+    gpu2.check_output(
+        f"printf %s {shlex.quote(FAKE_SMI)} > {tmp} && chmod 755 {tmp} && mv {tmp} /usr/local/bin/nvidia-smi"
+    )
+    try:
+        run = validate(ansible_playbook, tmp_path)
+        assert run.returncode == 2, run.stdout[-3000:]
+        assert "slurm-gpu2 gpu_count: 1 GPUs found via" in run.stdout
+        state, reason = node_state(ctl, "slurm-gpu2")
+        assert "DRAIN" in state and reason.startswith("gpulab: validate: gpu_count"), (state, reason)
+        assert "DRAIN" not in node_state(ctl, "slurm-gpu1")[0]
+        time.sleep(25)  # the node check (which finds 2 GPUs) must not lift validate's drain
+        assert node_state(ctl, "slurm-gpu2")[1].startswith("gpulab: validate: gpu_count")
+    finally:
+        gpu2.check_output("rm -f /usr/local/bin/nvidia-smi /usr/local/share/gpulab-query.csv")
+    run = validate(ansible_playbook, tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert wait_for(lambda: node_state(ctl, "slurm-gpu2") == ("IDLE", ""), 30), node_state(ctl, "slurm-gpu2")
 
 
 def test_config_change_restarts_only_what_it_must(ansible_playbook, ctl, node):

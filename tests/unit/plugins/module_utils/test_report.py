@@ -59,6 +59,10 @@ def test_build_gives_one_verdict_and_orders_failures():
         ("fail", "mgmt1", "node", "reachable"),
     ]
     assert data["failures"][1]["message"] == "the check could not complete: could not read nvidia-smi output: <garbage>"
+    assert data["node_problems"] == {
+        "gpu2": "error: the check could not complete: could not read nvidia-smi output: <garbage>",
+        "mgmt1": "reachable: no results from this node: unreachable, or a task failed before the checks",
+    }
     assert {h: n["status"] for h, n in data["nodes"].items()} == {"gpu1": "pass", "gpu2": "fail", "mgmt1": "fail"}
     gpu1 = data["nodes"]["gpu1"]["sections"]
     assert {k: v["status"] for k, v in gpu1.items()} == {

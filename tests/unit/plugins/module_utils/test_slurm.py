@@ -55,3 +55,34 @@ def test_plan_is_empty_when_everything_is_there():
     accounts = [{"name": "vision", "fairshare": 1, "users": ["alice"]}]
     existing = ([r for r in rows if not r["User"]], [r for r in rows if r["User"]], [])
     assert slurm.plan("gpulab", ["gpulab"], accounts, [], *existing) == []
+
+
+# `scontrol -o show node` lines from Slurm 22.05 (shortened in the middle).
+IDLE = "NodeName=gpu1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE ThreadsPerCore=1 Partitions=gpu"
+ADMIN = "NodeName=gpu1 Arch=x86_64 State=IDLE+DRAIN Partitions=gpu Reason=disk swap tomorrow [root@2026-11-30T12:01:02]"
+OURS = "NodeName=gpu2 State=IDLE+DRAIN Reason=gpulab: validate: gpu_count: 1 of 2 [root@2026-11-30T12:01:02]"
+
+
+def test_parse_node_line():
+    assert slurm.parse_node_line(IDLE) == ("IDLE", "")
+    assert slurm.parse_node_line(ADMIN) == ("IDLE+DRAIN", "disk swap tomorrow")
+    assert slurm.parse_node_line(OURS) == ("IDLE+DRAIN", "gpulab: validate: gpu_count: 1 of 2")
+    with pytest.raises(slurm.SlurmParseError):
+        slurm.parse_node_line("Node gpu9 not found")
+
+
+@pytest.mark.parametrize(
+    "line, problem, action",
+    [
+        (IDLE, "gpu_count: 1 of 2", "drain"),
+        (IDLE, None, None),
+        (ADMIN, "gpu_count: 1 of 2", None),  # an administrator's drain is left alone
+        (ADMIN, None, None),  # and never resumed
+        (OURS, "gpu_count: 1 of 2", None),  # already drained for this
+        (OURS, "ecc: 3 uncorrectable", "drain"),  # drained by us for something else: new reason
+        (OURS, None, "resume"),
+    ],
+)
+def test_drain_action(line, problem, action):
+    state, reason = slurm.parse_node_line(line)
+    assert slurm.drain_action(state, reason, problem, "gpulab: validate:") == action
