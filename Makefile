@@ -49,8 +49,8 @@ test: lint test-unit molecule-all test-lab
 
 lint: setup
 	yamllint -s .
-	ruff check plugins tests molecule
-	ruff format --check plugins tests molecule
+	ruff check plugins tests molecule roles
+	ruff format --check plugins tests molecule roles
 	ansible-lint
 
 test-unit: setup

@@ -128,10 +128,16 @@ def main():
     sweep = allreduce_sweep(sizes, args.iters, args.warmup, world, device)
 
     # Baseline: rank 0 alone trains the whole global batch while the others wait.
-    t1 = step_time(model(args.width, args.depth, device), args.global_batch, args.width, args.steps, device) if rank == 0 else 0.0
+    t1 = (
+        step_time(model(args.width, args.depth, device), args.global_batch, args.width, args.steps, device)
+        if rank == 0
+        else 0.0
+    )
     dist.barrier()
     per_worker = max(args.global_batch // world, 1)
-    ddp = nn.parallel.DistributedDataParallel(model(args.width, args.depth, device), device_ids=[local_rank] if use_cuda else None)
+    ddp = nn.parallel.DistributedDataParallel(
+        model(args.width, args.depth, device), device_ids=[local_rank] if use_cuda else None
+    )
     tn = slowest(step_time(ddp, per_worker, args.width, args.steps, device), device)
 
     if rank == 0:
