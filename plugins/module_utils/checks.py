@@ -84,13 +84,16 @@ def overall(records: list[Check]) -> str:
     return max((r.status for r in records), key=SEVERITY.__getitem__, default=PASS)
 
 
-def failing(records: list[Check], fail_on: str) -> list[Check]:
-    """Records that should fail the task: fail_on=fail -> fail; warn -> warn or fail; never -> none."""
+def blocking_statuses(fail_on: str) -> set[str]:
+    """Statuses that fail the task: fail_on=fail -> fail; warn -> warn or fail; never -> none."""
     if fail_on not in FAIL_ON_CHOICES:
         raise ValueError(f"fail_on must be one of {FAIL_ON_CHOICES}, got {fail_on!r}")
-    if fail_on == "never":
-        return []
-    bad = {FAIL} if fail_on == "fail" else {FAIL, WARN}
+    return {"fail": {FAIL}, "warn": {FAIL, WARN}, "never": set()}[fail_on]
+
+
+def failing(records: list[Check], fail_on: str) -> list[Check]:
+    """Records that should fail the task under fail_on."""
+    bad = blocking_statuses(fail_on)
     return [r for r in records if r.status in bad]
 
 

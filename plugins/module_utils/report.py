@@ -65,10 +65,9 @@ def section(result: Any) -> dict[str, Any]:
     if result.get("failed") and not checks:
         message = f"the check could not complete: {result.get('msg', 'no message')}"
         checks = [{"check": "error", "status": "fail", "message": message, "code": "CHECK_ERROR"}]
-    status = worst([c["status"] for c in checks])
-    if not checks and result.get("role") == "worker":
+    elif not checks and result.get("role") == "worker":
         return {"status": "skipped", "checks": [], "note": "worker rank: results are on the first node"}
-    return {"status": status, "checks": checks, "note": ""}
+    return {"status": worst([c["status"] for c in checks]), "checks": checks, "note": ""}
 
 
 def _matrix(nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:

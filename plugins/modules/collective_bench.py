@@ -223,7 +223,7 @@ def main() -> None:
             record = failed("collective.run", f"torchrun exited {rc}: {tail[-600:].strip()}", code="BENCH_FAILED")
         exit_with_records(module, [record], role=role, cmd=cmd, output_tail=tail)
     if role == "worker":
-        module.exit_json(changed=False, role=role, status="pass", summary={}, checks=[], cmd=cmd)
+        exit_with_records(module, [], role=role, cmd=cmd)  # rank 0 reports for everyone
     try:
         with open(output, encoding="utf-8") as handle:
             result = cb.parse_result(handle.read())

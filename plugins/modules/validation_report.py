@@ -94,7 +94,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import report as rp
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import SEVERITY
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_statuses
 
 
 def _new_dir(dest: str, now: datetime.datetime) -> str:
@@ -151,8 +151,8 @@ def main() -> None:
         "report_dir": out,
         "html": os.path.join(out, "report.html"),
     }
-    limit = {"fail": SEVERITY["fail"], "warn": SEVERITY["warn"]}.get(p["fail_on"])
-    bad = [f for f in data["failures"] if limit is not None and SEVERITY[f["status"]] >= limit]
+    blocking = blocking_statuses(p["fail_on"])
+    bad = [f for f in data["failures"] if f["status"] in blocking]
     if bad:
         lines = "; ".join(f"{f['node']} {f['check']}: {f['message']}" for f in bad)
         module.fail_json(
