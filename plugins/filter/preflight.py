@@ -37,7 +37,8 @@ def _shared(values: Mapping[str, str]) -> dict[str, list[str]]:
 
 
 def check_hosts(hosts: Mapping[str, Mapping[str, Any]], supported: Iterable[str] = SUPPORTED_OS) -> list[str]:
-    """Problems of a cluster described per host by: groups, python (bool), facts, address."""
+    """Problems of a cluster described per host by: groups, python (bool), facts, address,
+    nvidia_gpus (PCI addresses; absent where not looked for) and require_gpu (bool)."""
     supported = list(supported)
     problems: list[str] = []
     with_facts = {h: d["facts"] for h, d in hosts.items() if d.get("python") and d.get("facts")}
@@ -47,6 +48,11 @@ def check_hosts(hosts: Mapping[str, Mapping[str, Any]], supported: Iterable[str]
             problems.append(f"{host}: in none of the node groups ({', '.join(NODE_GROUPS)}); add it to at least one")
         if not data.get("python"):
             problems.append(f"{host}: no python3 on the host; install it (apt-get install python3) and rerun")
+        if "compute" in data.get("groups", ()) and data.get("nvidia_gpus") == [] and data.get("require_gpu", True):
+            problems.append(
+                f"{host}: in the compute group but no NVIDIA GPU is on its PCI bus; seat the GPU, move the "
+                "host out of compute, or set nvidia_driver_require_gpu: false"
+            )
 
     os_by_host = {h: os_label(f) for h, f in with_facts.items()}
     for host, label in sorted(os_by_host.items()):
@@ -107,7 +113,11 @@ def preflight_problems(
             "python": probe.get("rc", 1) == 0,
             "facts": dict(hv.get("ansible_facts") or {}),
             "address": addresses.get(host),
+            "require_gpu": bool(hv.get("nvidia_driver_require_gpu", True)),
         }
+        gpus = hv.get("__nvidia_driver_gpus") or {}
+        if "stdout_lines" in gpus:
+            described[host]["nvidia_gpus"] = list(gpus["stdout_lines"])
     return problems + check_hosts(described, supported or SUPPORTED_OS)
 
 

@@ -14,7 +14,9 @@ def broken_run(ansible_playbook):
 
 
 EXPECTED = [
-    "Preflight found 6 problem(s); nothing was changed:",
+    "Preflight found 7 problem(s); nothing was changed:",
+    "pf-gpu2: in the compute group but no NVIDIA GPU is on its PCI bus; seat the GPU, move the host out of compute, "
+    "or set nvidia_driver_require_gpu: false",
     "pf-nopy: no python3 on the host; install it (apt-get install python3) and rerun",
     "pf-spare: in none of the node groups (management, compute, storage); add it to at least one",
     "pf-gpu2: Debian 11 is not supported; install one of: Ubuntu 22.04, Ubuntu 24.04, Debian 12",

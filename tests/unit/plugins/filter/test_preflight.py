@@ -149,3 +149,29 @@ def test_filter_reports_a_host_without_index():
 def test_filter_refuses_a_plan_without_networks():
     with pytest.raises(AnsibleFilterError, match="gpulab_network must be a mapping with a 'networks' entry"):
         preflight_problems({}, [], {"fabric": "roce"})
+
+
+def test_compute_node_without_gpu_fails_unless_allowed():
+    cluster = healthy_cluster()
+    cluster["gpu1"]["nvidia_gpus"] = ["0000:41:00.0", "0000:61:00.0"]
+    cluster["gpu2"]["nvidia_gpus"] = []
+    assert check_hosts(cluster) == [
+        "gpu2: in the compute group but no NVIDIA GPU is on its PCI bus; seat the GPU, move the host out "
+        "of compute, or set nvidia_driver_require_gpu: false"
+    ]
+    cluster["gpu2"]["require_gpu"] = False
+    assert check_hosts(cluster) == []
+
+
+def test_filter_reads_the_gpu_probe_and_the_opt_out():
+    hostvars = _hostvars()
+    hostvars["gpu2"].update(gpulab_node_index=4, ansible_facts=facts(hostname="gpu2"))
+    hostvars["gpu1"]["__nvidia_driver_gpus"] = {"stdout_lines": []}
+    hostvars["gpu2"]["__nvidia_driver_gpus"] = {"stdout_lines": []}
+    hostvars["gpu2"]["nvidia_driver_require_gpu"] = False
+    hostvars["mgmt1"]["__nvidia_driver_gpus"] = {"skipped": True}  # not a compute node: not looked at
+    problems = preflight_problems(hostvars, ["mgmt1", "gpu1", "gpu2"], PLAN)
+    assert problems == [
+        "gpu1: in the compute group but no NVIDIA GPU is on its PCI bus; seat the GPU, move the host out "
+        "of compute, or set nvidia_driver_require_gpu: false"
+    ]
