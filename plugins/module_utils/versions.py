@@ -42,6 +42,15 @@ def parse_dpkg_version(text: str) -> str | None:
     return version.split("-", 1)[0]
 
 
+def nccl_version_from_code(code: int) -> str | None:
+    """ncclGetVersion's integer -> '2.21.5' (major*10000 + minor*100 + patch since 2.9; major*1000 before)."""
+    if code <= 0:
+        return None
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
 def odd_ones_out(values: dict[str, str]) -> tuple[str, list[str]]:
     """The most common value and the hosts that differ from it (a tie goes to the first value sorted)."""
     counts = Counter(values.values())

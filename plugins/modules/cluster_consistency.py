@@ -58,6 +58,7 @@ status:
   type: str
 """
 
+import ctypes
 import os
 import platform
 
@@ -89,6 +90,18 @@ def _read(path: str) -> str:
         return ""
 
 
+def _linked_nccl() -> str | None:
+    """The NCCL the dynamic linker finds (the nccl role's wheel path has no package to ask)."""
+    try:
+        library = ctypes.CDLL("libnccl.so.2")
+        code = ctypes.c_int()
+        if library.ncclGetVersion(ctypes.byref(code)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return v.nccl_version_from_code(code.value)
+
+
 def collect(module: AnsibleModule) -> dict[str, str | None]:
     env = {"LC_ALL": "C"}
 
@@ -104,7 +117,7 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
     if nvcc:
         rc, out, _ = module.run_command([nvcc, "--version"], environ_update=env)
         cuda = v.parse_nvcc(out) if rc == 0 else None
-    nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2"))
+    nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2")) or _linked_nccl()
     return {
         "os": _os_release(),
         "kernel": platform.release(),

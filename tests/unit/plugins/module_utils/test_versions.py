@@ -26,6 +26,10 @@ def test_parsers():
     assert v.parse_dpkg_version("2.21.5-1+cuda12.4") == "2.21.5"
     assert v.parse_dpkg_version("1:535.216.01-1~deb12u1") == "535.216.01"
     assert v.parse_dpkg_version("") is None
+    assert v.nccl_version_from_code(22105) == "2.21.5"
+    assert v.nccl_version_from_code(22703) == "2.27.3"
+    assert v.nccl_version_from_code(2804) == "2.8.4"  # the old encoding, before 2.9
+    assert v.nccl_version_from_code(0) is None
 
 
 def nodes(**overrides):

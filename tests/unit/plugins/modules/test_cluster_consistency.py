@@ -43,3 +43,26 @@ def test_empty_versions_refused(run_module):
 def test_versions_must_be_mappings(run_module):
     result, failed = run_module(cluster_consistency.main, {"versions": {"gpu1": "550"}})
     assert failed and result["msg"] == "versions of gpu1 are not a mapping of component to version"
+
+
+def test_collect_falls_back_to_the_linked_nccl(run_module, monkeypatch, tmp_path):
+    """The wheel path (Debian) has no libnccl2 package: the library the linker finds tells the version."""
+    monkeypatch.setattr(cluster_consistency, "CUDA_NVCC", str(tmp_path / "no-nvcc"))
+    monkeypatch.setattr(cluster_consistency.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
+
+    class FakeNccl:
+        @staticmethod
+        def ncclGetVersion(pointer):
+            pointer._obj.value = 22105
+            return 0
+
+    monkeypatch.setattr(cluster_consistency.ctypes, "CDLL", lambda name: FakeNccl())
+    result, failed = run_module(cluster_consistency.main, {}, check_mode=True)
+    assert not failed and result["versions"]["nccl"] == "2.21.5"
+
+    def missing(name):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(cluster_consistency.ctypes, "CDLL", missing)
+    result, failed = run_module(cluster_consistency.main, {}, check_mode=True)
+    assert not failed and result["versions"]["nccl"] is None
