@@ -1,0 +1,29 @@
+"""Bad GPU-stack input is refused with a message naming the variable."""
+
+import json
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    ("extra_vars", "expected"),
+    [
+        ({"nvidia_driver_branch": "5350"}, "nvidia_driver_branch '5350' is not a Debian branch"),
+        (
+            {"nvidia_driver_version": "550.54.14"},
+            "nvidia_driver_version must be empty or an upstream version of branch 535",
+        ),
+        ({"nvidia_driver_source": "ppa"}, "nvidia_driver_source must be one of: distribution, cuda_repo, got: ppa"),
+        ({"cuda_version": "twelve"}, "cuda_version must be major.minor such as 12.4 (got 'twelve')"),
+        ({"nccl_version": "2.21"}, "nccl_version must look like 2.21.5, got '2.21'"),
+        ({"gpulab_network": {"fabric": "omnipath", "networks": {}}}, "fabric must be roce, infiniband or ethernet"),
+        (
+            {"container_runtime_docker_source": "snap"},
+            "container_runtime_docker_source must be one of: distribution, docker",
+        ),
+    ],
+)
+def test_bad_input_is_refused(ansible_playbook, extra_vars, expected):
+    run = ansible_playbook("playbooks/gpu_stack.yml", "--check", "--limit", "gs-roce", "-e", json.dumps(extra_vars))
+    assert run.returncode == 2, run.stdout[-3000:]
+    assert expected in " ".join(run.stdout.split()), run.stdout[-3000:]
