@@ -1,0 +1,106 @@
+"""LUKS2 and local scratch on real loop devices; a disk that holds data is never touched."""
+
+import json
+import re
+
+import pytest
+import testinfra
+
+KEY = "first-key-of-data0"
+PRECIOUS = "results of a three-week run\n"
+
+
+@pytest.fixture(scope="module")
+def node(request):
+    return testinfra.get_host("ansible://st-node", ansible_inventory=request.config.option.ansible_inventory)
+
+
+def opens(node, key, device="/dev/xvdb"):
+    return node.run(f"printf %s {key} | cryptsetup open --test-passphrase --key-file - {device}").rc == 0
+
+
+def precious_file(node):
+    return node.check_output("debugfs -R 'cat precious.txt' /dev/xvdc 2>/dev/null") + "\n"
+
+
+def test_luks2_header_with_the_configured_cipher_and_one_key_slot(node):
+    dump = node.check_output("cryptsetup luksDump /dev/xvdb")
+    assert re.search(r"^Version:\s+2$", dump, re.M)
+    assert re.search(r"^\s+cipher: aes-xts-plain64$", dump, re.M)
+    assert re.findall(r"^\s+(\d+): luks2$", dump, re.M) == ["0"]
+    assert re.search(r"^\s+PBKDF:\s+pbkdf2$", dump, re.M)
+    assert re.search(r"^Label:\s+gpulab-data0$", dump, re.M)
+    assert re.search(r"^\s+Cipher key:\s+512 bits$", dump, re.M)
+
+
+def test_the_vault_key_opens_it_and_another_does_not(node):
+    assert opens(node, KEY)
+    assert not opens(node, "not-the-key")
+
+
+def test_key_file_is_private(node):
+    keys = node.file("/etc/gpulab/luks")
+    assert keys.mode == 0o700 and keys.user == "root"
+    key = node.file("/etc/gpulab/luks/data0.key")
+    assert key.mode == 0o400 and key.user == "root" and key.group == "root"
+    assert key.content_string == KEY
+
+
+def test_crypttab_opens_it_at_boot_by_uuid(node):
+    uuid = node.check_output("blkid -s UUID -o value /dev/xvdb")
+    lines = [line.split() for line in node.file("/etc/crypttab").content_string.splitlines() if line.strip()]
+    assert ["data0", f"UUID={uuid}", "/etc/gpulab/luks/data0.key", "luks,discard"] in lines
+
+
+def test_scratch_file_system_mounted_with_the_dataset_cache(node):
+    mount = json.loads(node.check_output("findmnt --json --target /scratch"))["filesystems"][0]
+    assert mount["source"] == "/dev/xvdd" and mount["fstype"] == "ext4"
+    assert node.check_output("blkid -s LABEL -o value /dev/xvdd") == "gpulab-l1"
+    assert "noatime" in mount["options"].split(",")
+    assert re.search(r"^/dev/xvdd\s+/scratch\s+ext4\s+defaults,noatime\s", node.file("/etc/fstab").content_string, re.M)
+    cache = node.file("/scratch/datasets")
+    assert cache.is_directory and cache.group == "users" and cache.mode == 0o2775
+
+
+def test_the_disk_with_data_was_left_alone(node):
+    assert node.check_output("blkid -p -s TYPE -o value /dev/xvdc") == "ext4"
+    assert precious_file(node) == PRECIOUS
+
+
+@pytest.mark.parametrize(
+    ("extra_vars", "expected"),
+    [
+        (
+            {"luks_devices": [{"name": "data9", "device": "/dev/xvdc"}], "luks_keys": {"data9": "k"}},
+            "refusing to write to /dev/xvdc: it holds ext4 (UUID {uuid}, label precious). Nothing was changed. "
+            "If its data may be destroyed, add /dev/xvdc to luks_allow_overwrite.",
+        ),
+        (
+            {
+                "luks_devices": [],
+                "local_storage_scratch": [{"device": "/dev/xvdc", "mount": "/mnt/other", "fstype": "xfs"}],
+            },
+            "refusing to write to /dev/xvdc: it holds ext4 (UUID {uuid}, label precious). Nothing was changed. "
+            "If its data may be destroyed, add /dev/xvdc to local_storage_allow_overwrite.",
+        ),
+    ],
+)
+def test_roles_refuse_a_disk_that_holds_data(ansible_playbook, node, extra_vars, expected):
+    uuid = node.check_output("blkid -s UUID -o value /dev/xvdc")
+    run = ansible_playbook("playbooks/storage.yml", "-e", json.dumps(extra_vars))
+    assert run.returncode == 2, run.stdout[-3000:]
+    assert expected.format(uuid=uuid) in " ".join(run.stdout.split())
+    assert node.check_output("blkid -p -s TYPE -o value /dev/xvdc") == "ext4"
+    assert precious_file(node) == PRECIOUS
+    assert not node.mount_point("/mnt/other").exists
+
+
+def test_bad_input_is_refused_naming_the_variable(ansible_playbook):
+    run = ansible_playbook("playbooks/storage.yml", "--check", "-e", json.dumps({"luks_keys": {}}))
+    assert run.returncode == 2
+    assert "luks_devices must have unique names, each with a key in luks_keys; without a key: data0" in " ".join(
+        run.stdout.split()
+    )
+    run = ansible_playbook("playbooks/storage.yml", "--check", "-e", json.dumps({"luks_pbkdf": "md5"}))
+    assert run.returncode == 2
+    assert "value of luks_pbkdf must be one of: argon2id, argon2i, pbkdf2, got: md5" in run.stdout
