@@ -23,11 +23,12 @@ def precious_file(node):
     return node.check_output("debugfs -R 'cat precious.txt' /dev/xvdc 2>/dev/null") + "\n"
 
 
-def test_luks2_header_with_the_configured_cipher_and_one_key_slot(node):
+def test_luks2_header_with_the_configured_cipher_a_key_slot_and_a_tang_slot(node):
     dump = node.check_output("cryptsetup luksDump /dev/xvdb")
     assert re.search(r"^Version:\s+2$", dump, re.M)
     assert re.search(r"^\s+cipher: aes-xts-plain64$", dump, re.M)
-    assert re.findall(r"^\s+(\d+): luks2$", dump, re.M) == ["0"]
+    assert re.findall(r"^\s+(\d+): luks2$", dump, re.M) == ["0", "1"]  # the key file's, Clevis's
+    assert re.search(r"^\s+\d+: clevis$", dump, re.M)
     assert re.search(r"^\s+PBKDF:\s+pbkdf2$", dump, re.M)
     assert re.search(r"^Label:\s+gpulab-data0$", dump, re.M)
     assert re.search(r"^\s+Cipher key:\s+512 bits$", dump, re.M)
@@ -49,7 +50,22 @@ def test_key_file_is_private(node):
 def test_crypttab_opens_it_at_boot_by_uuid(node):
     uuid = node.check_output("blkid -s UUID -o value /dev/xvdb")
     lines = [line.split() for line in node.file("/etc/crypttab").content_string.splitlines() if line.strip()]
-    assert ["data0", f"UUID={uuid}", "/etc/gpulab/luks/data0.key", "luks,discard"] in lines
+    assert ["data0", f"UUID={uuid}", "/etc/gpulab/luks/data0.key", "luks,discard,_netdev"] in lines
+
+
+def test_tang_gives_the_disk_its_key_only_while_it_answers(node, request):
+    mgmt = testinfra.get_host("ansible://st-mgmt", ansible_inventory=request.config.option.ansible_inventory)
+    bindings = node.check_output("clevis luks list -d /dev/xvdb")
+    slot = bindings.split(":")[0]
+    assert "tang" in bindings and '"url":"http://172.30.100.11:7500"' in bindings
+    unlock = f"clevis luks pass -d /dev/xvdb -s {slot} | cryptsetup open --test-passphrase --key-file - /dev/xvdb"
+    assert node.run(unlock).rc == 0
+    mgmt.check_output("systemctl stop tangd.socket")
+    try:
+        assert node.run(unlock).rc != 0  # network-bound: no Tang, no key
+    finally:
+        mgmt.check_output("systemctl start tangd.socket")
+    assert node.run(unlock).rc == 0
 
 
 def test_scratch_file_system_mounted_with_the_dataset_cache(node):
