@@ -13,6 +13,10 @@ import netaddr
 from ansible.errors import AnsibleFilterError
 
 DEFAULT_OFFSET = 10
+FABRICS = ("roce", "infiniband", "ethernet")
+# Largest MTU per fabric: jumbo Ethernet frames; IPoIB in connected mode.
+MAX_MTU = {"roce": 9216, "ethernet": 9216, "infiniband": 65520}
+MIN_MTU = 1280  # what IPv6 needs; nothing smaller is a sensible cluster link
 
 
 def _subnet(plan: dict[str, Any], traffic_class: str) -> netaddr.IPNetwork:
@@ -65,6 +69,58 @@ def node_addresses(
     return result
 
 
+def _int_in(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def plan_problems(plan: Any) -> list[str]:
+    """Everything wrong with a network plan, one line each, before any node is touched."""
+    if not isinstance(plan, dict) or not isinstance(plan.get("networks"), dict) or not plan["networks"]:
+        return ["gpulab_network must be a mapping with a non-empty 'networks' mapping"]
+    problems = []
+    fabric = plan.get("fabric", "ethernet")
+    if fabric not in FABRICS:
+        problems.append(f"gpulab_network.fabric must be one of {', '.join(FABRICS)}; got '{fabric}'")
+    subnets = {}
+    vlans: dict[tuple[Any, Any], str] = {}
+    for name, network in sorted(plan["networks"].items()):
+        where = f"gpulab_network.networks.{name}"
+        if not isinstance(network, dict):
+            problems.append(f"{where} must be a mapping (subnet, vlan, mtu, interface)")
+            continue
+        try:
+            subnets[name] = _subnet(plan, name)
+        except AnsibleFilterError as exc:
+            problems.append(str(exc))
+        vlan = network.get("vlan")
+        if vlan is not None:
+            if not _int_in(vlan, 1, 4094):
+                problems.append(f"{where}.vlan must be a VLAN id from 1 to 4094; got {vlan!r}")
+            key = (network.get("interface"), vlan)
+            if key in vlans:
+                problems.append(f"{where}.vlan {vlan} is also {vlans[key]}'s on the same interface; give each its own")
+            vlans[key] = name
+        mtu = network.get("mtu")
+        high = MAX_MTU.get(fabric, 9216)
+        if mtu is not None and not _int_in(mtu, MIN_MTU, high):
+            problems.append(f"{where}.mtu must be from {MIN_MTU} to {high} on a {fabric} fabric; got {mtu!r}")
+    names = sorted(subnets)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            if subnets[first] in subnets[second] or subnets[second] in subnets[first]:
+                problems.append(
+                    f"gpulab_network.networks: {first} ({subnets[first]}) and {second} ({subnets[second]}) overlap; "
+                    "give each traffic class its own subnet"
+                )
+    if fabric == "roce":
+        roce = plan.get("roce") or {}
+        if not _int_in(roce.get("pfc_priority", 3), 0, 7):
+            problems.append(f"gpulab_network.roce.pfc_priority must be from 0 to 7; got {roce.get('pfc_priority')!r}")
+        if not _int_in(roce.get("dscp", 26), 0, 63):
+            problems.append(f"gpulab_network.roce.dscp must be from 0 to 63; got {roce.get('dscp')!r}")
+    return problems
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"node_address": node_address, "node_addresses": node_addresses}
+        return {"node_address": node_address, "node_addresses": node_addresses, "plan_problems": plan_problems}

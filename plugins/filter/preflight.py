@@ -12,7 +12,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_addresses
+from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_addresses, plan_problems
 from ansible_collections.gpulab.cluster.plugins.module_utils.versions import odd_ones_out
 
 NODE_GROUPS = ("management", "compute", "storage")
@@ -98,12 +98,13 @@ def preflight_problems(
     """Ansible filter: collect per-host data from hostvars, then run check_hosts."""
     if not isinstance(plan, Mapping) or "networks" not in plan:
         raise AnsibleFilterError("gpulab_network must be a mapping with a 'networks' entry")
-    problems: list[str] = []
-    try:
-        addresses = node_addresses(hostvars, hosts, dict(plan))
-    except AnsibleFilterError as exc:
-        addresses = {}
-        problems.append(str(exc))
+    problems: list[str] = plan_problems(dict(plan))
+    addresses = {}
+    if not problems:  # addresses come from the plan: only a sound plan gives them
+        try:
+            addresses = node_addresses(hostvars, hosts, dict(plan))
+        except AnsibleFilterError as exc:
+            problems.append(str(exc))
     described = {}
     for host in hosts:
         hv = hostvars[host]

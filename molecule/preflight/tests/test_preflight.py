@@ -1,5 +1,6 @@
 """Preflight must stop site.yml before any change, naming every offending host and the fix."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -50,3 +51,27 @@ def test_healthy_subset_passes(ansible_playbook):
     run = ansible_playbook("playbooks/preflight.yml", "--limit", "pf-mgmt,pf-gpu1", inventories=(FAULTS,))
     assert run.returncode == 0, run.stdout[-3000:]
     assert "Preflight found" not in run.stdout
+
+
+def test_a_bad_network_plan_is_refused_before_any_change(ansible_playbook):
+    plan = {
+        "fabric": "roce",
+        "networks": {
+            "management": {"subnet": "172.30.100.0/24", "vlan": 10},
+            "compute": {"subnet": "172.30.100.128/25", "vlan": 5000, "mtu": 9600},
+        },
+        "roce": {"pfc_priority": 9},
+    }
+    run = ansible_playbook(
+        "playbooks/preflight.yml", "--limit", "pf-mgmt,pf-gpu1", "-e", json.dumps({"gpulab_network": plan})
+    )
+    assert run.returncode == 2, run.stdout[-3000:]
+    for line in (
+        "Preflight found 4 problem(s); nothing was changed:",
+        "gpulab_network.networks.compute.vlan must be a VLAN id from 1 to 4094; got 5000",
+        "gpulab_network.networks.compute.mtu must be from 1280 to 9216 on a roce fabric; got 9600",
+        "gpulab_network.networks: compute (172.30.100.128/25) and management (172.30.100.0/24) overlap; "
+        "give each traffic class its own subnet",
+        "gpulab_network.roce.pfc_priority must be from 0 to 7; got 9",
+    ):
+        assert line in run.stdout, run.stdout[-3000:]

@@ -1,7 +1,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_address, node_addresses
+from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_address, node_addresses, plan_problems
 
 PLAN = {
     "address_offset": 10,
@@ -57,3 +57,54 @@ def test_node_addresses_prefers_explicit_management_address():
 def test_node_addresses_needs_an_index_or_address():
     with pytest.raises(AnsibleFilterError, match="host c has neither gpulab_node_index nor gpulab_address"):
         node_addresses({"c": {}}, ["c"], PLAN)
+
+
+GOOD_PLAN = {
+    "fabric": "roce",
+    "networks": {
+        "management": {"subnet": "10.10.0.0/24", "vlan": 10, "mtu": 1500, "interface": "eno1"},
+        "compute": {"subnet": "10.20.0.0/24", "vlan": 20, "mtu": 9000, "interface": "enp65s0f0np0"},
+        "storage": {"subnet": "10.30.0.0/24", "vlan": 30, "mtu": 9000, "interface": "enp65s0f0np0"},
+    },
+    "roce": {"pfc_priority": 3, "dscp": 26},
+}
+
+
+def test_a_sound_plan_has_no_problems():
+    assert plan_problems(GOOD_PLAN) == []
+    assert plan_problems({"networks": {"management": {"subnet": "172.30.100.0/24"}}}) == []
+
+
+def test_every_problem_of_a_bad_plan_is_named():
+    plan = {
+        "fabric": "roce",
+        "networks": {
+            "management": {"subnet": "10.10.0.0/16", "vlan": 0, "mtu": 1500, "interface": "eno1"},
+            "compute": {"subnet": "10.10.20.0/24", "vlan": 4095, "mtu": 9600, "interface": "enp65s0f0np0"},
+            "storage": {"subnet": "10.30.0.0/24", "vlan": 4095, "mtu": 9000, "interface": "enp65s0f0np0"},
+        },
+        "roce": {"pfc_priority": 8, "dscp": 64},
+    }
+    assert plan_problems(plan) == [
+        "gpulab_network.networks.compute.vlan must be a VLAN id from 1 to 4094; got 4095",
+        "gpulab_network.networks.compute.mtu must be from 1280 to 9216 on a roce fabric; got 9600",
+        "gpulab_network.networks.management.vlan must be a VLAN id from 1 to 4094; got 0",
+        "gpulab_network.networks.storage.vlan must be a VLAN id from 1 to 4094; got 4095",
+        "gpulab_network.networks.storage.vlan 4095 is also compute's on the same interface; give each its own",
+        "gpulab_network.networks: compute (10.10.20.0/24) and management (10.10.0.0/16) overlap; "
+        "give each traffic class its own subnet",
+        "gpulab_network.roce.pfc_priority must be from 0 to 7; got 8",
+        "gpulab_network.roce.dscp must be from 0 to 63; got 64",
+    ]
+
+
+def test_fabric_and_infiniband_mtu():
+    assert plan_problems(dict(GOOD_PLAN, fabric="omnipath"))[0] == (
+        "gpulab_network.fabric must be one of roce, infiniband, ethernet; got 'omnipath'"
+    )
+    ib = {"fabric": "infiniband", "networks": {"compute": {"subnet": "10.21.0.0/24", "mtu": 65520}}}
+    assert plan_problems(ib) == []  # IPoIB connected mode
+    assert plan_problems({"networks": {"management": {"subnet": "10.0.0.0/33"}}})[0].startswith(
+        "gpulab_network.networks.management.subnet '10.0.0.0/33' is not a CIDR subnet"
+    )
+    assert plan_problems({"networks": {}}) == ["gpulab_network must be a mapping with a non-empty 'networks' mapping"]
