@@ -157,6 +157,14 @@ def apt_source(facts: Mapping[str, Any], kind: str, url: str, key_url: str = "")
     return {"name": f"gpulab-{kind.replace('_', '-')}", **source}
 
 
+def debian_nonfree_sources(facts: Mapping[str, Any], mirror: str, security_mirror: str) -> list[dict[str, Any]]:
+    """Debian's contrib/non-free components for the release and its security updates (driver and toolkit)."""
+    return [
+        apt_source(facts, "debian_nonfree", mirror),
+        apt_source(facts, "debian_security_nonfree", security_mirror),
+    ]
+
+
 def apt_pin_version(version: str) -> str:
     """apt preferences version glob for an upstream version: 535.309.01 -> 535.309.01-*."""
     version = str(version)
@@ -242,5 +250,6 @@ class FilterModule:
             "cuda_repo_url": cuda_repo_url,
             "apt_pin_version": apt_pin_version,
             "apt_source": apt_source,
+            "debian_nonfree_sources": debian_nonfree_sources,
             "nccl_settings": nccl_settings,
         }

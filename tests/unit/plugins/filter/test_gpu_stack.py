@@ -12,6 +12,7 @@ from ansible_collections.gpulab.cluster.plugins.filter.gpu_stack import (
     apt_source,
     cuda_packages,
     cuda_repo_url,
+    debian_nonfree_sources,
     nccl_packages,
     nccl_settings,
     nvidia_driver_packages,
@@ -141,6 +142,14 @@ def test_apt_sources_for_every_kind():
     assert apt_source(DEBIAN, "docker", "https://download.docker.com/linux")["signed_by"] == (
         "https://download.docker.com/linux/debian/gpg"
     )
+
+
+def test_debian_nonfree_sources_are_the_release_and_its_security_updates():
+    sources = debian_nonfree_sources(DEBIAN, "http://mirror.lab/debian", "http://mirror.lab/debian-security")
+    assert [(s["name"], s["uris"], s["suites"]) for s in sources] == [
+        ("gpulab-debian-nonfree", ["http://mirror.lab/debian"], ["bookworm", "bookworm-updates"]),
+        ("gpulab-debian-security-nonfree", ["http://mirror.lab/debian-security"], ["bookworm-security"]),
+    ]
 
 
 @pytest.mark.parametrize(
