@@ -92,7 +92,9 @@ def evaluate(
         )
     ]
     sweep = result["allreduce"]
-    if sweep:
+    if sweep and int(result["world_size"]) < 2:
+        records.append(unavailable("collective.busbw", "one worker: an all-reduce moves no data between workers"))
+    elif sweep:
         largest = max(sweep, key=lambda row: row["bytes"])
         what = f"all-reduce bus bandwidth at {largest['bytes']} bytes"
         if min_busbw_gbs is None:
@@ -111,7 +113,9 @@ def evaluate(
     value = efficiency(float(ddp["step_time_1_ms"]), float(ddp["step_time_n_ms"]), workers)
     times = f"T1 {ddp['step_time_1_ms']:g} ms, T{workers} {ddp['step_time_n_ms']:g} ms (strong scaling)"
     if workers < 2:
-        records.append(unavailable("scaling_efficiency", f"one worker: no scaling to measure ({times})"))
+        records.append(
+            unavailable("scaling_efficiency", f"one worker: no scaling to measure (step {ddp['step_time_1_ms']:g} ms)")
+        )
     elif value is None:
         records.append(failed("scaling_efficiency", f"step times are not positive ({times})", code="BENCH_TIMES"))
     elif value >= healthy:

@@ -183,6 +183,22 @@ def _throttle_from_xml(gpu: ET.Element) -> int | None:
     return mask
 
 
+def _slowdown_from_tlimit(gpu: ET.Element) -> float | None:
+    """Drivers 545+ on Hopper give degrees left to T.Limit and the slowdown point relative to it.
+
+    With the GPU at 33 C, 54 C left to T.Limit and slowdown at -2 C past it, slowdown is 89 C
+    (what NVML's slowdown threshold says for the same GPU).
+    """
+    temps = [
+        _value("temperature", _text(gpu, f"temperature/{name}"))
+        for name in ("gpu_temp", "gpu_temp_tlimit", "gpu_temp_slow_tlimit_threshold")
+    ]
+    if None in temps:
+        return None
+    current, to_limit, slow_past_limit = temps
+    return current + to_limit - slow_past_limit
+
+
 def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`nvidia-smi -q -x` -> (one dict per GPU, {driver_version, cuda_version})."""
     try:
@@ -204,7 +220,12 @@ def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "persistence_mode": _text(gpu, "persistence_mode"),
             "temperature": _text(gpu, "temperature/gpu_temp"),
             "temperature_slowdown": _text(gpu, "temperature/gpu_temp_slow_threshold"),
-            "power_draw": _first(gpu, "gpu_power_readings/power_draw", "power_readings/power_draw"),
+            "power_draw": _first(
+                gpu,
+                "gpu_power_readings/power_draw",
+                "gpu_power_readings/average_power_draw",  # driver 545 and later
+                "power_readings/power_draw",
+            ),
             "power_limit": _first(
                 gpu,
                 "gpu_power_readings/current_power_limit",
@@ -234,6 +255,8 @@ def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         }
         parsed = {key: _value(key, value) for key, value in raw.items()}
         parsed["throttle_mask"] = _throttle_from_xml(gpu)
+        if parsed["temperature_slowdown"] is None:
+            parsed["temperature_slowdown"] = _slowdown_from_tlimit(gpu)
         gpus.append(parsed)
     return gpus, info
 

@@ -172,7 +172,7 @@ def main() -> None:
             rc=dict(type="int"),
             expected_busbw=dict(type="float"),
             link_speed_gbps=dict(type="float"),
-            pass_ratio=dict(type="float", default=0.9),
+            pass_ratio=dict(type="float", default=0.9, no_log=False),
             min_size=dict(type="int", default=268435456),
             rdma_expected=dict(type="bool", default=False),
             timeout=dict(type="int", default=900),

@@ -41,6 +41,18 @@ def test_handbook_bands(t1, tn, status, code):
     assert (record.status, record.code) == (status, code)
 
 
+def test_recorded_one_gpu_nccl_run():
+    path = RECORDED.with_name("nccl-1gpu-h200.json")
+    records = cb.evaluate(cb.parse_result(path.read_text()), min_busbw_gbs=100.0)
+    assert [(r.check, r.status) for r in records] == [
+        ("collective.run", "pass"),
+        ("collective.busbw", "unavailable"),  # one worker moves nothing: neither pass nor fail
+        ("scaling_efficiency", "unavailable"),
+    ]
+    assert records[0].message == "nccl all-reduce and DDP ran across 1 workers on vm"
+    assert records[2].message == "one worker: no scaling to measure (step 1.524 ms)"
+
+
 def test_one_worker_and_bad_times():
     assert cb.evaluate(with_times(10.0, 10.0, workers=1))[-1].status == "unavailable"
     assert cb.evaluate(with_times(10.0, 0.0))[-1].code == "BENCH_TIMES"

@@ -66,6 +66,21 @@ def test_geforce_is_healthy_and_ecc_is_unavailable_not_failed():
     assert {r.status for r in checks.values()} == {"pass", "unavailable"}
 
 
+def test_csv_recorded_h200_580():
+    """Recorded on a lent H200: the CSV and the remapped-rows query agree with the XML."""
+    gpus = smi.parse_query_csv(read("query_h200_580.csv"))
+    smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(read("remapped_rows_h200_580.csv")))
+    (gpu,) = gpus
+    assert (gpu["name"], gpu["driver_version"], gpu["throttle_mask"]) == ("NVIDIA H200", "580.159.04", 0x1)
+    assert (gpu["power_draw"], gpu["power_limit"], gpu["pcie_gen"], gpu["pcie_width"]) == (78.5, 700.0, 5, 16)
+    assert (gpu["retired_pending"], gpu["retired_sbe"], gpu["remap_pending"]) == (None, None, False)
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=1, driver_version="580"))
+    assert {c.status for c in checks.values()} == {"pass"}
+    assert checks["gpu0.driver"].message == "driver 580.159.04"
+    wrong = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=2, driver_version="550"))
+    assert (wrong["gpu_count"].status, wrong["gpu0.driver"].status) == ("fail", "fail")
+
+
 def test_csv_old_driver_faults():
     gpus = smi.parse_query_csv(read("query_a100_470_old_names.csv"))
     smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(read("remapped_rows_yes_no.csv")))
@@ -114,6 +129,24 @@ def test_xml_current_generation():
     assert checks["gpu0.temperature"].status == "warn"
     assert checks["gpu0.pcie_gen"].status == "pass"
     assert checks["gpu0.row_remap"].status == "pass"
+
+
+def test_xml_recorded_h200_580():
+    """Recorded on a lent H200 (driver 580): average/instant power and T.Limit temperatures."""
+    gpus, info = smi.parse_query_xml(read("q_x_h200_580.xml"))
+    assert info == {"driver_version": "580.159.04", "cuda_version": "13.0"}
+    (gpu,) = gpus
+    assert (gpu["name"], gpu["bus_id"], gpu["index"]) == ("NVIDIA H200", "00000000:00:06.0", 0)
+    assert (gpu["pcie_gen"], gpu["pcie_gen_max"], gpu["pcie_width"]) == (5, 5, 16)
+    assert (gpu["temperature"], gpu["temperature_slowdown"]) == (33.0, 89.0)  # NVML said 89 too
+    assert (gpu["power_draw"], gpu["power_limit"]) == (78.66, 700.0)
+    assert (gpu["ecc_corrected_volatile"], gpu["ecc_uncorrected_aggregate"]) == (0, 0)
+    assert gpu["throttle_mask"] == 0x1 and gpu["persistence_mode"] is True
+    assert (gpu["remap_pending"], gpu["remap_failure"], gpu["retired_sbe"]) == (False, False, None)
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", expected_count=1, expected_model="H200"))
+    assert {c.status for c in checks.values()} == {"pass"}
+    assert checks["gpu0.temperature"].message == "33 C, slowdown at 89 C"
+    assert checks["gpu0.power"].message == "78.66 W of 700 W"
 
 
 def test_xml_older_generation():

@@ -1,0 +1,53 @@
+#!/bin/bash
+# Record real nvidia-smi output and run the health modules on this machine's GPU.
+# Usage: tests/device/run.sh OUTDIR   (from the repository root; wheels for ansible-core in .whl/
+# when the machine has no ansible). Writes OUTDIR/gpu-check.tar.gz and OUTDIR/gpu-check.log.
+set -u
+out=${1:?output directory}
+work=$(mktemp -d)
+rec=$work/recorded
+mkdir -p "$rec"
+exec > >(tee "$out/gpu-check.log") 2>&1
+export LC_ALL=C.UTF-8 PYTHONUNBUFFERED=1
+
+if ! python3 -c 'import ansible' 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$work/site" .whl/*.whl || exit 1
+    export PYTHONPATH=$work/site PATH=$work/site/bin:$PATH
+fi
+mkdir -p "$work/collections/ansible_collections/gpulab"
+ln -s "$PWD" "$work/collections/ansible_collections/gpulab/cluster"
+# The repository's ansible.cfg names ansible.posix callbacks that machine may not have.
+printf '[defaults]\ninject_facts_as_vars = False\nresult_format = yaml\n' >"$work/ansible.cfg"
+export ANSIBLE_CONFIG=$work/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_INVENTORY_UNPARSED_WARNING=false
+
+record() {  # record NAME COMMAND...: stdout, then the exit code, as the fixture files
+    local name=$1; shift
+    "$@" >"$rec/$name" 2>"$rec/$name.stderr"; echo $? >"$rec/$name.rc"
+    echo "== $name: rc $(cat "$rec/$name.rc"), $(wc -c <"$rec/$name") bytes"
+}
+smi_py='from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as s
+print(s.query_fields()); print(s.query_fields(old_names=True)); print(s.REMAP_FIELDS)'
+{ read -r fields; read -r old_fields; read -r remap; } < <(PYTHONPATH=$work/collections${PYTHONPATH:+:$PYTHONPATH} python3 -c "$smi_py")
+echo "query fields: $fields"
+record nvidia-smi.txt nvidia-smi
+record nvidia-smi-L.txt nvidia-smi -L
+record q_x.xml nvidia-smi -q -x
+record q.txt nvidia-smi -q
+record query.csv nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits
+record query_old_names.csv nvidia-smi --query-gpu="$old_fields" --format=csv,noheader,nounits
+record remapped_rows.csv nvidia-smi --query-remapped-rows="$remap" --format=csv,noheader,nounits
+record nvlink_status.txt nvidia-smi nvlink --status
+record help_query_gpu.txt nvidia-smi --help-query-gpu
+record topo.txt nvidia-smi topo -m
+record dmesg.txt dmesg
+record pci_nvidia.txt sh -c 'grep -l 0x10de /sys/bus/pci/devices/*/vendor | while read f; do d=${f%/vendor}; echo "${d##*/} $(cat $d/class) $(cat $d/device)"; done'
+record proc_driver_version.txt cat /proc/driver/nvidia/version
+cat "$rec/nvidia-smi.txt" "$rec/query.csv" "$rec/remapped_rows.csv"
+
+start=$(date +%s)
+branch=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)
+GPU_CHECK_BRANCH=$branch GPU_CHECK_OUT=$work timeout 420 ansible-playbook -i localhost, tests/device/gpu_check.yml -e ansible_python_interpreter="$(command -v python3)"
+echo "playbook rc $? in $(( $(date +%s) - start )) s"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ("gpu_health_status","report_verdict","versions")}, indent=1))' "$work/results.json"
+tar -C "$work" -czf "$out/gpu-check.tar.gz" recorded results.json reports
+ls -la "$out"
