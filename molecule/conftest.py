@@ -5,6 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import testinfra
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +32,13 @@ def ansible_playbook():
         )
 
     return run
+
+
+@pytest.fixture(scope="module")
+def host(request):
+    """host(name) -> the testinfra host of that name in the scenario's inventory."""
+
+    def get(name: str):
+        return testinfra.get_host(f"ansible://{name}", ansible_inventory=request.config.option.ansible_inventory)
+
+    return get

@@ -32,6 +32,19 @@ def parse_wipefs_json(text: str) -> list[dict[str, Any]]:
     ]
 
 
+def parse_bluestore_label(text: str) -> dict[str, Any]:
+    """`ceph-bluestore-tool show-label --dev DEV` -> {ceph_fsid, osd_id, osd_uuid}.
+
+    The label also holds the OSD's secret key (osd_key): it is left out here, so no result
+    built from this carries it.
+    """
+    try:
+        (label,) = json.loads(text).values()
+        return {"ceph_fsid": label["ceph_fsid"], "osd_id": int(label["whoami"]), "osd_uuid": label["osd_uuid"]}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StorageParseError(f"not ceph-bluestore-tool show-label output for one device: {exc!r}") from exc
+
+
 def classify(signatures: list[dict[str, Any]], expect: list[str], label: str | None = None) -> str:
     """'empty' (nothing on it), 'expected' (only what the role itself writes), else 'foreign'.
 
@@ -52,6 +65,8 @@ def describe(signatures: list[dict[str, Any]]) -> str:
         first = next(s for s in signatures if s["type"] == kind)
         if kind in PARTITION_TABLES:
             text = "a protective MBR" if kind == "PMBR" else f"a {kind} partition table"
+        elif first.get("osd_id") is not None:
+            text = f"{kind} (OSD {first['osd_id']} of Ceph cluster {first['ceph_fsid']})"
         else:
             details = [f"UUID {first['uuid']}"] if first.get("uuid") else []
             details += [f"label {first['label']}"] if first.get("label") else []

@@ -12,6 +12,10 @@ description:
     C(lsblk -f) sees nothing).
   - The device is C(empty), C(expected) (it holds only what the calling role writes itself, given in
     I(expect), so the role can leave it alone), or C(foreign).
+  - "Ceph BlueStore: where C(ceph-bluestore-tool) is installed, the label of a C(ceph_bluestore)
+    signature is the Ceph cluster's fsid it belongs to (read with C(show-label), whose secret key is
+    never returned), and the signature carries the OSD's id and uuid: with I(expect_label) set to a
+    cluster's fsid, only that cluster's OSDs are C(expected)."
   - A C(foreign) device fails the task, naming the device, what is on it and I(allow_variable),
     unless I(allow_overwrite) is true.
 version_added: 0.1.0
@@ -27,8 +31,8 @@ options:
     elements: str
     default: []
   expect_label:
-    description: The label the calling role gives what it writes; a signature of an I(expect) type
-      with another label (or none) is C(foreign).
+    description: The label the calling role gives what it writes (for C(ceph_bluestore), the cluster's
+      fsid); a signature of an I(expect) type with another label (or none) is C(foreign).
     type: str
   allow_overwrite:
     description: The operator named this device explicitly; report it as C(foreign) without failing.
@@ -68,6 +72,11 @@ signatures:
   type: list
   elements: dict
   sample: [{type: crypto_LUKS, offset: "0x0", uuid: 834a6fb9-eef7-489c-983b-92e6563bf467, label: null}]
+ceph:
+  description: For a Ceph OSD device, its cluster's fsid, OSD id and OSD uuid.
+  returned: when the device holds a BlueStore label that could be read
+  type: dict
+  sample: {ceph_fsid: 421e28b5-f09a-4a0c-860f-317d542b231c, osd_id: 0, osd_uuid: e0295c2d-e3d5-4ed0-8a27-9d0eb6de266c}
 description:
   description: What is on the device, in words.
   returned: always
@@ -81,6 +90,20 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import storage
+
+
+def _bluestore_label(module, device):
+    """The OSD label of a BlueStore device, or None where ceph-bluestore-tool is missing or cannot read it."""
+    tool = module.get_bin_path("ceph-bluestore-tool")
+    if not tool:
+        return None
+    rc, out, _ = module.run_command([tool, "show-label", "--dev", device], environ_update={"LC_ALL": "C"})
+    if rc != 0:
+        return None
+    try:
+        return storage.parse_bluestore_label(out)
+    except storage.StorageParseError:
+        return None
 
 
 def main() -> None:
@@ -108,8 +131,14 @@ def main() -> None:
         signatures = storage.parse_wipefs_json(out)
     except storage.StorageParseError as exc:
         module.fail_json(msg=f"could not read the signatures on {device}: {exc}", output=out[:2000])
+    ceph = _bluestore_label(module, device) if any(s["type"] == "ceph_bluestore" for s in signatures) else None
+    for signature in signatures:
+        if ceph and signature["type"] == "ceph_bluestore":
+            signature.update(label=ceph["ceph_fsid"], **ceph)
     state = storage.classify(signatures, module.params["expect"], module.params["expect_label"])
     result = dict(changed=False, state=state, signatures=signatures, description=storage.describe(signatures))
+    if ceph:
+        result["ceph"] = ceph
     if state == "foreign" and not module.params["allow_overwrite"]:
         module.fail_json(msg=storage.refusal(device, signatures, module.params["allow_variable"]), **result)
     module.exit_json(**result)

@@ -12,9 +12,9 @@ ROLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "roles").iterdi
 def test_argument_spec_names_every_default(role):
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
     spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-    options = spec["main"]["options"]
-    assert sorted(set(defaults) - set(options)) == [], "defaults missing from meta/argument_specs.yml"
-    for name, option in options.items():
+    options = [(name, option) for entry in spec.values() for name, option in entry.get("options", {}).items()]
+    assert sorted(set(defaults) - {name for name, _ in options}) == [], "defaults missing from meta/argument_specs.yml"
+    for name, option in options:
         assert option.get("description"), f"{name} has no description"
         assert option.get("type"), f"{name} has no type"
 

@@ -59,3 +59,18 @@ def test_describe_and_refuse_in_words():
         "refusing to write to /dev/xvdc: it holds ext4 (UUID 358f05af-2e82-49e5-ade0-be0e1f99cae5). "
         "Nothing was changed. If its data may be destroyed, add /dev/xvdc to luks_allow_overwrite."
     )
+
+
+def test_bluestore_label_without_its_key():
+    label = storage.parse_bluestore_label((FIXTURES / "bluestore-show-label.json").read_text())
+    assert label == {
+        "ceph_fsid": "421e28b5-f09a-4a0c-860f-317d542b231c",
+        "osd_id": 0,
+        "osd_uuid": "e0295c2d-e3d5-4ed0-8a27-9d0eb6de266c",
+    }
+    with pytest.raises(storage.StorageParseError, match="for one device"):
+        storage.parse_bluestore_label('{"/dev/a": {}, "/dev/b": {}}')
+    osd = [dict(signatures("ceph-bluestore")[0], label=label["ceph_fsid"], **label)]
+    assert storage.describe(osd) == "ceph_bluestore (OSD 0 of Ceph cluster 421e28b5-f09a-4a0c-860f-317d542b231c)"
+    assert storage.classify(osd, ["ceph_bluestore"], label="421e28b5-f09a-4a0c-860f-317d542b231c") == "expected"
+    assert storage.classify(osd, ["ceph_bluestore"], label="another-cluster") == "foreign"

@@ -67,3 +67,37 @@ def test_not_a_block_device(run_module, tmp_path):
     assert failed and result["msg"] == f"{path} is not a block device"
     result, failed = run_module(device_signatures.main, {"device": str(tmp_path / "missing")})
     assert failed and result["msg"] == f"cannot look at {tmp_path / 'missing'}: No such file or directory"
+
+
+def bluestore_says(label_rc=0):
+    def run(module, cmd, environ_update=None, **kw):
+        if cmd[0].endswith("wipefs"):
+            return 0, (FIXTURES / "wipefs-ceph-bluestore.json").read_text(), ""
+        assert cmd == ["/usr/sbin/ceph-bluestore-tool", "show-label", "--dev", "/dev/xvdc"]
+        return label_rc, (FIXTURES / "bluestore-show-label.json").read_text(), ""
+
+    return run
+
+
+def test_an_osd_of_this_cluster_is_expected_and_its_key_is_not_returned(run_module, block_device):
+    args = {"device": "/dev/xvdc", "expect": ["ceph_bluestore"], "expect_label": "421e28b5-f09a-4a0c-860f-317d542b231c"}
+    result, failed = run_module(device_signatures.main, args, run_command=bluestore_says())
+    assert not failed and result["state"] == "expected"
+    assert result["ceph"] == {
+        "ceph_fsid": "421e28b5-f09a-4a0c-860f-317d542b231c",
+        "osd_id": 0,
+        "osd_uuid": "e0295c2d-e3d5-4ed0-8a27-9d0eb6de266c",
+    }
+    assert "AQDf" not in repr(result)  # the OSD's key from the label
+
+
+def test_an_osd_of_another_cluster_is_refused(run_module, block_device):
+    args = {"device": "/dev/xvdc", "expect": ["ceph_bluestore"], "expect_label": "0000", "allow_variable": "x"}
+    result, failed = run_module(device_signatures.main, args, run_command=bluestore_says())
+    assert failed and "it holds ceph_bluestore (OSD 0 of Ceph cluster 421e28b5-" in result["msg"]
+
+
+def test_an_unreadable_bluestore_label_is_foreign(run_module, block_device):
+    args = {"device": "/dev/xvdc", "expect": ["ceph_bluestore"], "expect_label": "421e28b5-f09a-4a0c-860f-317d542b231c"}
+    result, failed = run_module(device_signatures.main, args, run_command=bluestore_says(label_rc=1))
+    assert failed and result["state"] == "foreign" and "ceph" not in result
