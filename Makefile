@@ -6,7 +6,7 @@ PY := python3.11
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Scenarios in the order `make test` runs them (cheap ones first).
-SCENARIOS ?= preflight common storage ceph gpu_stack slurm
+SCENARIOS ?= preflight common network storage ceph gpu_stack slurm
 S ?= common
 
 .PHONY: setup engine image lab lab-destroy test test-lab lint test-unit molecule molecule-all clean

@@ -69,6 +69,91 @@ def node_addresses(
     return result
 
 
+def host_links(
+    plan: dict[str, Any], index: int, interfaces: dict[str, str] | None = None, classes: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The links node `index` needs for `classes` (default: every traffic class but management).
+
+    One entry per NIC first (its MTU the largest of what rides on it, since a VLAN cannot
+    exceed its parent), then one per VLAN: {name, kind: nic|vlan, parent, vlan, address, mtu}.
+    A class with a `vlan` gets a VLAN interface `<nic>.<vlan>`; one without puts its address on
+    the NIC itself (IPoIB, an untagged port). `interfaces` (per host) overrides each class's
+    `interface`.
+    """
+    networks = plan.get("networks") or {}
+    wanted = classes if classes is not None else [c for c in sorted(networks) if c != "management"]
+    nics: dict[str, dict[str, Any]] = {}
+    vlans: list[dict[str, Any]] = []
+    for name in wanted:
+        network = networks[name]
+        nic = (interfaces or {}).get(name) or network.get("interface")
+        if not nic:
+            raise AnsibleFilterError(
+                f"gpulab_network.networks.{name} has no interface; set it there or in the host's network_interfaces"
+            )
+        mtu = int(network.get("mtu", 1500))
+        address = f"{node_address(plan, name, index)}/{_subnet(plan, name).prefixlen}"
+        entry = nics.setdefault(
+            nic, {"name": nic, "kind": "nic", "parent": None, "vlan": None, "address": None, "mtu": mtu}
+        )
+        entry["mtu"] = max(entry["mtu"], mtu)
+        if network.get("vlan") is None:
+            if entry["address"]:
+                raise AnsibleFilterError(f"{nic} would carry two untagged networks; give {name} a vlan")
+            entry["address"] = address
+        else:
+            vlan = int(network["vlan"])
+            vlans.append(
+                {"name": f"{nic}.{vlan}", "kind": "vlan", "parent": nic, "vlan": vlan, "address": address, "mtu": mtu}
+            )
+    return list(nics.values()) + sorted(vlans, key=lambda link: link["name"])
+
+
+def interface_problems(ip_links: list[dict[str, Any]], links: list[dict[str, Any]], protected: list[str]) -> list[str]:
+    """What stops `links` (host_links) from being applied, read from `ip -j -d addr show`.
+
+    A NIC that does not exist, an MTU above what the NIC's driver allows (max_mtu), and a NIC
+    that carries one of the `protected` addresses (the one Ansible connects to): configuring
+    it could cut the connection, so it is refused.
+    """
+    present = {link["ifname"]: link for link in ip_links}
+    problems = []
+    for link in (entry for entry in links if entry["kind"] == "nic"):
+        found = present.get(link["name"])
+        if found is None:
+            problems.append(f"{link['name']} does not exist here (interfaces: {', '.join(sorted(present))})")
+            continue
+        if found.get("max_mtu") and link["mtu"] > found["max_mtu"]:
+            problems.append(
+                f"MTU {link['mtu']} on {link['name']} is above what its driver allows ({found['max_mtu']}); "
+                "lower the plan's mtu or use a NIC that supports jumbo frames"
+            )
+        held = [a["local"] for a in found.get("addr_info", []) if a.get("local") in protected]
+        if held:
+            problems.append(
+                f"{link['name']} carries {', '.join(held)}, the address Ansible uses: gpulab does not reconfigure it; "
+                "put the traffic classes on another NIC"
+            )
+    return problems
+
+
+def link_mismatches(ip_links: list[dict[str, Any]], links: list[dict[str, Any]]) -> list[str]:
+    """Where the node's links (`ip -j -d addr show`) differ from `links` (host_links): missing, MTU, address."""
+    present = {link["ifname"]: link for link in ip_links}
+    problems = []
+    for link in links:
+        found = present.get(link["name"])
+        if found is None:
+            problems.append(f"{link['name']} is missing")
+            continue
+        if found.get("mtu") != link["mtu"]:
+            problems.append(f"{link['name']} has MTU {found.get('mtu')}, not {link['mtu']}")
+        addresses = [f"{a['local']}/{a['prefixlen']}" for a in found.get("addr_info", []) if a.get("family") == "inet"]
+        if link["address"] and link["address"] not in addresses:
+            problems.append(f"{link['name']} lacks {link['address']} (has {', '.join(addresses) or 'none'})")
+    return problems
+
+
 def _int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
@@ -123,4 +208,11 @@ def plan_problems(plan: Any) -> list[str]:
 
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"node_address": node_address, "node_addresses": node_addresses, "plan_problems": plan_problems}
+        return {
+            "host_links": host_links,
+            "interface_problems": interface_problems,
+            "link_mismatches": link_mismatches,
+            "node_address": node_address,
+            "node_addresses": node_addresses,
+            "plan_problems": plan_problems,
+        }

@@ -1,0 +1,73 @@
+"""What the network role writes for a RoCE, an InfiniBand and an Ethernet plan, and what it applies."""
+
+import json
+
+import pytest
+
+HEADER = "#\n# Ansible managed\n#\n"
+
+
+def test_roce_plan_renders_two_vlans_on_the_fabric_nic(host):
+    roce = host("net-roce")
+    files = roce.check_output("ls /etc/systemd/network").split()
+    assert files == [
+        "60-gpulab-gl0.20.netdev",
+        "60-gpulab-gl0.20.network",
+        "60-gpulab-gl0.30.netdev",
+        "60-gpulab-gl0.30.network",
+        "60-gpulab-gl0.network",
+    ]
+    assert roce.file("/etc/systemd/network/60-gpulab-gl0.network").content_string == (
+        HEADER + "[Match]\nName=gl0\n\n[Link]\nMTUBytes=9000\n\n[Network]\nLinkLocalAddressing=no\n"
+        "ConfigureWithoutCarrier=yes\nVLAN=gl0.20\nVLAN=gl0.30\n"
+    )
+    assert roce.file("/etc/systemd/network/60-gpulab-gl0.20.netdev").content_string == (
+        HEADER + "[NetDev]\nName=gl0.20\nKind=vlan\nMTUBytes=9000\n\n[VLAN]\nId=20\n"
+    )
+    assert "Address=10.30.0.11/24\n" in roce.file("/etc/systemd/network/60-gpulab-gl0.30.network").content_string
+    # Not applied (network_apply: false): the NIC keeps its MTU.
+    assert roce.file("/sys/class/net/gl0/mtu").content_string.strip() == "1500"
+
+
+def test_infiniband_plan_is_applied_address_and_mtu(host):
+    ib = host("net-ib")
+    (link,) = json.loads(ib.check_output("ip -json address show dev ib0"))
+    assert link["mtu"] == 65520
+    assert [(a["local"], a["prefixlen"]) for a in link["addr_info"] if a["family"] == "inet"] == [("10.20.0.12", 16)]
+    assert "configured" in ib.check_output("networkctl status ib0 --no-pager | grep State:")
+    assert ib.service("systemd-networkd").is_enabled
+
+
+def test_management_link_is_left_alone(host):
+    for name in ("net-roce", "net-ib", "net-eth"):
+        node = host(name)
+        assert not node.run("ls /etc/systemd/network/*eth0*").stdout
+        assert "eth0" not in node.run("cat /etc/netplan/60-gpulab.yaml").stdout
+
+
+def test_ethernet_plan_in_netplan_is_accepted_by_netplan_generate(host):
+    eth = host("net-eth")
+    plan = eth.file("/etc/netplan/60-gpulab.yaml")
+    assert plan.mode == 0o600
+    eth.check_output("netplan generate")
+    netdev = eth.file("/run/systemd/network/10-netplan-gl0.30.netdev").content_string
+    assert "Kind=vlan" in netdev and "Id=30" in netdev and "MTUBytes=9000" in netdev
+    nic = eth.file("/run/systemd/network/10-netplan-gl0.network").content_string
+    assert "Address=10.20.0.13/24" in nic and "VLAN=gl0.30" in nic
+    assert "MTUBytes=9000" in eth.file("/run/systemd/network/10-netplan-gl0.link").content_string
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"network_interfaces": {"compute": "nosuch0"}}, "nosuch0 does not exist here (interfaces: "),
+        ({"network_interfaces": {"compute": "eth0"}}, "eth0 carries 172.30.100.12, the address Ansible uses"),
+        ({"network_renderer": "ifupdown"}, "network_renderer"),
+        ({"network_classes": ["compute", "management"]}, "gpulab_network.networks.management has no interface"),
+    ],
+)
+def test_bad_input_refused_before_anything_is_written(ansible_playbook, extra, message):
+    run = ansible_playbook("playbooks/network.yml", "--limit", "net-ib", "-e", json.dumps(extra))
+    assert run.returncode != 0
+    assert message in run.stdout, run.stdout[-2000:]
+    assert "changed=0" in run.stdout

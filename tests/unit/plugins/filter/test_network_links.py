@@ -1,0 +1,133 @@
+"""What the network role configures on a node, from the plan; and what stops it, from `ip -j -d addr show`."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
+    host_links,
+    interface_problems,
+    link_mismatches,
+)
+
+ROOT = Path(__file__).resolve().parents[4]
+EXAMPLE = yaml.safe_load((ROOT / "inventory/example/group_vars/all/network.yml").read_text())["gpulab_network"]
+IP_LINKS = json.loads((ROOT / "tests/unit/fixtures/net/ip-j-d-addr-veth.json").read_text())
+
+
+def test_roce_plan_two_vlans_on_the_fabric_nic():
+    assert host_links(EXAMPLE, 3) == [
+        {"name": "enp65s0f0np0", "kind": "nic", "parent": None, "vlan": None, "address": None, "mtu": 9000},
+        {
+            "name": "enp65s0f0np0.20",
+            "kind": "vlan",
+            "parent": "enp65s0f0np0",
+            "vlan": 20,
+            "address": "10.20.0.13/24",
+            "mtu": 9000,
+        },
+        {
+            "name": "enp65s0f0np0.30",
+            "kind": "vlan",
+            "parent": "enp65s0f0np0",
+            "vlan": 30,
+            "address": "10.30.0.13/24",
+            "mtu": 9000,
+        },
+    ]
+
+
+def test_infiniband_plan_addresses_on_ipoib_and_a_host_override():
+    plan = {
+        "fabric": "infiniband",
+        "networks": {
+            "management": {"subnet": "10.10.0.0/24", "interface": "eno1"},
+            "compute": {"subnet": "10.20.0.0/16", "mtu": 65520, "interface": "ib0"},
+            "storage": {"subnet": "10.30.0.0/24", "vlan": 30, "mtu": 9000, "interface": "eno2"},
+        },
+    }
+    links = host_links(plan, 1, interfaces={"compute": "ibp65s0"})
+    assert [(link["name"], link["address"], link["mtu"]) for link in links] == [
+        ("ibp65s0", "10.20.0.11/16", 65520),
+        ("eno2", None, 9000),
+        ("eno2.30", "10.30.0.11/24", 9000),
+    ]
+
+
+def test_ethernet_plan_nic_mtu_is_the_largest_riding_on_it():
+    plan = {
+        "networks": {
+            "compute": {"subnet": "10.20.0.0/24", "vlan": 20, "mtu": 9000, "interface": "eth1"},
+            "storage": {"subnet": "10.30.0.0/24", "mtu": 1500, "interface": "eth1"},
+        }
+    }
+    nic, vlan = host_links(plan, 2)
+    assert (nic["name"], nic["address"], nic["mtu"]) == ("eth1", "10.30.0.12/24", 9000)
+    assert (vlan["name"], vlan["mtu"]) == ("eth1.20", 9000)
+
+
+def test_management_only_when_asked():
+    assert [link["name"] for link in host_links(EXAMPLE, 1, classes=["management"])] == ["eno1", "eno1.10"]
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({"networks": {"compute": {"subnet": "10.20.0.0/24"}}}, "gpulab_network.networks.compute has no interface"),
+        (
+            {
+                "networks": {
+                    "compute": {"subnet": "10.20.0.0/24", "interface": "eth1"},
+                    "storage": {"subnet": "10.30.0.0/24", "interface": "eth1"},
+                }
+            },
+            "eth1 would carry two untagged networks; give storage a vlan",
+        ),
+    ],
+)
+def test_plans_that_cannot_be_built(plan, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        host_links(plan, 1)
+
+
+def links_on(nic, mtu=9000):
+    return [{"name": nic, "kind": "nic", "parent": None, "vlan": None, "address": None, "mtu": mtu}]
+
+
+def test_recorded_interfaces_accept_a_jumbo_veth():
+    assert interface_problems(IP_LINKS, links_on("gl1"), ["172.30.100.13"]) == []
+
+
+def test_mtu_above_the_driver_maximum_is_refused():
+    limited = copy.deepcopy(IP_LINKS)
+    next(link for link in limited if link["ifname"] == "gl1")["max_mtu"] = 1500  # a NIC without jumbo frames
+    assert interface_problems(limited, links_on("gl1"), []) == [
+        "MTU 9000 on gl1 is above what its driver allows (1500); lower the plan's mtu or use a NIC that supports "
+        "jumbo frames"
+    ]
+
+
+def test_missing_nic_and_the_connection_nic_are_refused():
+    problems = interface_problems(IP_LINKS, links_on("enp65s0f0np0") + links_on("eth0", 1500), ["172.30.100.13"])
+    assert problems == [
+        "enp65s0f0np0 does not exist here (interfaces: eth0, gl0, gl1, lo)",
+        "eth0 carries 172.30.100.13, the address Ansible uses: gpulab does not reconfigure it; "
+        "put the traffic classes on another NIC",
+    ]
+
+
+def test_links_as_planned_or_not():
+    planned = links_on("gl1") + [
+        {"name": "gl0", "kind": "nic", "parent": None, "vlan": None, "address": "10.20.0.11/24", "mtu": 9000},
+        {"name": "gl1.20", "kind": "vlan", "parent": "gl1", "vlan": 20, "address": "10.20.0.12/24", "mtu": 9000},
+    ]
+    assert link_mismatches(IP_LINKS, planned[:1]) == []
+    assert link_mismatches(IP_LINKS, links_on("eth0", 9000) + planned[1:]) == [
+        "eth0 has MTU 1500, not 9000",
+        "gl0 lacks 10.20.0.11/24 (has none)",
+        "gl1.20 is missing",
+    ]
