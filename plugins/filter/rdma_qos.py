@@ -1,0 +1,60 @@
+"""RoCE quality of service as commands: PFC on the RoCE priority, DSCP mapped to it, ECN, and the
+RDMA-CM defaults, for `dcb` (iproute2) or `mlnx_qos` (NVIDIA's tools).
+
+Pure, so the commands are unit-tested: the build machines have no DCB-capable NIC to run them on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+TOOLS = ("dcb", "mlnx_qos")
+ECT0 = 2  # ECN-capable transport in the low two bits of the IPv4 ToS byte
+
+
+def roce_qos(plan: dict[str, Any], ecn: bool = True) -> dict[str, int]:
+    """{priority, dscp, tos} of the plan's RoCE traffic (defaults: priority 3, DSCP 26)."""
+    roce = plan.get("roce") or {}
+    priority, dscp = int(roce.get("pfc_priority", 3)), int(roce.get("dscp", 26))
+    if not (0 <= priority <= 7 and 0 <= dscp <= 63):
+        raise AnsibleFilterError(f"gpulab_network.roce: pfc_priority {priority} (0-7) and dscp {dscp} (0-63)")
+    return {"priority": priority, "dscp": dscp, "tos": dscp << 2 | (ECT0 if ecn else 0)}
+
+
+def roce_qos_commands(plan: dict[str, Any], netdev: str, tool: str = "dcb", ecn: bool = True) -> list[str]:
+    """Shell lines that make `netdev` lossless for RoCE; the RDMA device is looked up at run time."""
+    if tool not in TOOLS:
+        raise AnsibleFilterError(f"rdma_qos_tool must be one of {', '.join(TOOLS)}; got '{tool}'")
+    qos = roce_qos(plan, ecn)
+    prio, dscp = qos["priority"], qos["dscp"]
+    if tool == "dcb":
+        pfc = " ".join(f"{i}:{'on' if i == prio else 'off'}" for i in range(8))
+        # mlx5 switches the port to DSCP trust when it gets its first DSCP APP entry.
+        lines = [f"dcb pfc set dev {netdev} prio-pfc {pfc}", f"dcb app replace dev {netdev} dscp-prio {dscp}:{prio}"]
+    else:
+        pfc = ",".join("1" if i == prio else "0" for i in range(8))
+        lines = [
+            f"mlnx_qos -i {netdev} --trust dscp",
+            f"mlnx_qos -i {netdev} --pfc {pfc}",
+            f"mlnx_qos -i {netdev} --dscp2prio set,{dscp},{prio}",
+        ]
+    if ecn:  # mlx5 exposes ECN per priority: notification point (receiver) and reaction point (sender)
+        lines += [
+            f"for role in roce_np roce_rp; do f=/sys/class/net/{netdev}/ecn/$role/enable/{prio}; "
+            '[ ! -e "$f" ] || echo 1 > "$f"; done'
+        ]
+    lines += [
+        f'dev=$(rdma link show | awk \'$NF == "{netdev}" {{ split($2, p, "/"); print p[1] }}\')',
+        f'[ -n "$dev" ] || {{ echo "no RDMA device on {netdev}" >&2; exit 1; }}',
+        'cm=/sys/kernel/config/rdma_cm/$dev; mkdir -p "$cm"',
+        f'echo {qos["tos"]} > "$cm/ports/1/default_roce_tos"',
+        'echo "RoCE v2" > "$cm/ports/1/default_roce_mode"',
+    ]
+    return lines
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {"roce_qos": roce_qos, "roce_qos_commands": roce_qos_commands}
