@@ -1,4 +1,4 @@
-"""A real Ceph cluster in containers: health, CephFS shared between clients, OSDs back after a restart.
+"""A real Ceph cluster in containers: health, CephFS shared between clients, OSDs and mounts back after restarts.
 
 Tests run in file order; the later ones change the cluster (a refused device, an allowed one,
 a new client, a restart of the storage node).
@@ -146,3 +146,12 @@ def test_restarting_the_storage_node_brings_every_osd_back_without_ansible(st, h
     assert sorted(re.findall(r"osd\.(\d) on /dev/xvd[bcd]: activated", log)) == ["0", "1", "2"]
     assert wait_for(lambda: ceph(st, "health")["status"] == "HEALTH_OK", 120), ceph(st, "health", "detail")
     assert host("ceph-c2").check_output(f"sha256sum {PAYLOAD}").split()[0] == written
+
+
+def test_restarting_a_client_mounts_cephfs_again_from_fstab(host):
+    written = host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
+    subprocess.run(["docker", "restart", "ceph-c2"], check=True, capture_output=True, timeout=120)
+    c2 = host("ceph-c2")
+    assert wait_for(lambda: c2.run("systemctl is-system-running").stdout.strip() in ("running", "degraded"), 60)
+    assert wait_for(lambda: c2.run("findmnt -n -o FSTYPE /mnt/cephfs").stdout.strip() == "fuse.ceph-fuse", 60)
+    assert c2.check_output(f"sha256sum {PAYLOAD}").split()[0] == written
