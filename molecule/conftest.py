@@ -35,8 +35,8 @@ def ansible_playbook():
 
 
 @pytest.fixture(scope="module")
-def host(request):
-    """host(name) -> the testinfra host of that name in the scenario's inventory."""
+def scenario_host(request):
+    """scenario_host(name) -> the testinfra host of that name in the scenario's inventory."""
 
     def get(name: str):
         return testinfra.get_host(f"ansible://{name}", ansible_inventory=request.config.option.ansible_inventory)

@@ -18,8 +18,8 @@ PRECIOUS = "checkpoints of a three-week run\n"
 
 
 @pytest.fixture(scope="module")
-def st(host):
-    return host("ceph-st")
+def st(scenario_host):
+    return scenario_host("ceph-st")
 
 
 def ceph(st, *args):
@@ -58,7 +58,7 @@ def test_pools_sized_for_a_small_cluster(st):
     assert [s.get("type") for s in rule["steps"] if s["op"].startswith("choose")] == ["osd"]
 
 
-def test_each_client_has_its_own_key_with_only_cephfs_caps(st, host):
+def test_each_client_has_its_own_key_with_only_cephfs_caps(st, scenario_host):
     for name in ("ceph-c1", "ceph-c2"):
         (entity,) = ceph(st, "auth", "get", f"client.{name}")
         assert entity["caps"] == {
@@ -66,15 +66,15 @@ def test_each_client_has_its_own_key_with_only_cephfs_caps(st, host):
             "mon": "allow r fsname=cephfs",
             "osd": "allow rw tag cephfs data=cephfs",
         }
-        keyring = host(name).file(f"/etc/ceph/ceph.client.{name}.keyring")
+        keyring = scenario_host(name).file(f"/etc/ceph/ceph.client.{name}.keyring")
         assert keyring.mode == 0o600 and keyring.user == "root"
         assert f"[client.{name}]" in keyring.content_string
-        assert not host(name).file("/etc/ceph/ceph.client.admin.keyring").exists
+        assert not scenario_host(name).file("/etc/ceph/ceph.client.admin.keyring").exists
 
 
-def test_cephfs_mounted_on_both_clients_through_fstab(host):
+def test_cephfs_mounted_on_both_clients_through_fstab(scenario_host):
     for name in ("ceph-c1", "ceph-c2"):
-        client = host(name)
+        client = scenario_host(name)
         assert client.check_output("findmnt -n -o FSTYPE /mnt/cephfs") == "fuse.ceph-fuse"
         fstab = [line.split() for line in client.file("/etc/fstab").content_string.splitlines()]
         assert [
@@ -87,8 +87,8 @@ def test_cephfs_mounted_on_both_clients_through_fstab(host):
         ] in fstab
 
 
-def test_a_file_written_on_one_client_reads_back_identical_on_the_other(host):
-    c1, c2 = host("ceph-c1"), host("ceph-c2")
+def test_a_file_written_on_one_client_reads_back_identical_on_the_other(scenario_host):
+    c1, c2 = scenario_host("ceph-c1"), scenario_host("ceph-c2")
     c1.check_output(f"head -c 8M /dev/urandom > {PAYLOAD} && sync")
     written = c1.check_output(f"sha256sum {PAYLOAD}").split()[0]
     assert c2.check_output(f"sha256sum {PAYLOAD}").split()[0] == written
@@ -122,7 +122,7 @@ def test_a_named_device_becomes_a_third_osd_with_limit(ansible_playbook, st):
     assert re.search(r"ceph-st\s+: ok=\d+\s+changed=0 ", again.stdout), again.stdout[-2000:]
 
 
-def test_a_new_client_joins_with_limit(ansible_playbook, host):
+def test_a_new_client_joins_with_limit(ansible_playbook, scenario_host):
     run = ansible_playbook(
         "playbooks/storage.yml",
         "--tags",
@@ -132,12 +132,12 @@ def test_a_new_client_joins_with_limit(ansible_playbook, host):
         inventories=(SCENARIO / "add-client.yml",),
     )
     assert run.returncode == 0, run.stdout[-3000:]
-    written = host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
-    assert host("ceph-c3").check_output(f"sha256sum {PAYLOAD}").split()[0] == written
+    written = scenario_host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
+    assert scenario_host("ceph-c3").check_output(f"sha256sum {PAYLOAD}").split()[0] == written
 
 
-def test_restarting_the_storage_node_brings_every_osd_back_without_ansible(st, host):
-    written = host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
+def test_restarting_the_storage_node_brings_every_osd_back_without_ansible(st, scenario_host):
+    written = scenario_host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
     subprocess.run(["docker", "restart", "ceph-st"], check=True, capture_output=True, timeout=120)
     assert wait_for(lambda: st.run("systemctl is-system-running").stdout.strip() in ("running", "degraded"), 60)
     assert wait_for(lambda: osds_up(st) == (3, 3, 3), 120), st.check_output("ceph osd tree")
@@ -145,13 +145,13 @@ def test_restarting_the_storage_node_brings_every_osd_back_without_ansible(st, h
     log = st.check_output("journalctl -b -u gpulab-ceph-osd-activate --no-pager")
     assert sorted(re.findall(r"osd\.(\d) on /dev/xvd[bcd]: activated", log)) == ["0", "1", "2"]
     assert wait_for(lambda: ceph(st, "health")["status"] == "HEALTH_OK", 120), ceph(st, "health", "detail")
-    assert host("ceph-c2").check_output(f"sha256sum {PAYLOAD}").split()[0] == written
+    assert scenario_host("ceph-c2").check_output(f"sha256sum {PAYLOAD}").split()[0] == written
 
 
-def test_restarting_a_client_mounts_cephfs_again_from_fstab(host):
-    written = host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
+def test_restarting_a_client_mounts_cephfs_again_from_fstab(scenario_host):
+    written = scenario_host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
     subprocess.run(["docker", "restart", "ceph-c2"], check=True, capture_output=True, timeout=120)
-    c2 = host("ceph-c2")
+    c2 = scenario_host("ceph-c2")
     assert wait_for(lambda: c2.run("systemctl is-system-running").stdout.strip() in ("running", "degraded"), 60)
     assert wait_for(lambda: c2.run("findmnt -n -o FSTYPE /mnt/cephfs").stdout.strip() == "fuse.ceph-fuse", 60)
     assert c2.check_output(f"sha256sum {PAYLOAD}").split()[0] == written

@@ -7,8 +7,8 @@ import pytest
 HEADER = "#\n# Ansible managed\n#\n"
 
 
-def test_roce_plan_renders_two_vlans_on_the_fabric_nic(host):
-    roce = host("net-roce")
+def test_roce_plan_renders_two_vlans_on_the_fabric_nic(scenario_host):
+    roce = scenario_host("net-roce")
     files = roce.check_output("ls /etc/systemd/network").split()
     assert files == [
         "60-gpulab-gl0.20.netdev",
@@ -29,8 +29,8 @@ def test_roce_plan_renders_two_vlans_on_the_fabric_nic(host):
     assert roce.file("/sys/class/net/gl0/mtu").content_string.strip() == "1500"
 
 
-def test_infiniband_plan_is_applied_address_and_mtu(host):
-    ib = host("net-ib")
+def test_infiniband_plan_is_applied_address_and_mtu(scenario_host):
+    ib = scenario_host("net-ib")
     (link,) = json.loads(ib.check_output("ip -json address show dev ib0"))
     assert link["mtu"] == 65520
     assert [(a["local"], a["prefixlen"]) for a in link["addr_info"] if a["family"] == "inet"] == [("10.20.0.12", 16)]
@@ -38,15 +38,15 @@ def test_infiniband_plan_is_applied_address_and_mtu(host):
     assert ib.service("systemd-networkd").is_enabled
 
 
-def test_management_link_is_left_alone(host):
+def test_management_link_is_left_alone(scenario_host):
     for name in ("net-roce", "net-ib", "net-eth"):
-        node = host(name)
+        node = scenario_host(name)
         assert not node.run("ls /etc/systemd/network/*eth0*").stdout
         assert "eth0" not in node.run("cat /etc/netplan/60-gpulab.yaml").stdout
 
 
-def test_ethernet_plan_in_netplan_is_accepted_by_netplan_generate(host):
-    eth = host("net-eth")
+def test_ethernet_plan_in_netplan_is_accepted_by_netplan_generate(scenario_host):
+    eth = scenario_host("net-eth")
     plan = eth.file("/etc/netplan/60-gpulab.yaml")
     assert plan.mode == 0o600
     eth.check_output("netplan generate")

@@ -4,8 +4,8 @@ import os
 from pathlib import Path
 
 
-def test_roce_node_gets_the_qos_script_and_a_boot_unit(host):
-    roce = host("net-roce")
+def test_roce_node_gets_the_qos_script_and_a_boot_unit(scenario_host):
+    roce = scenario_host("net-roce")
     script = roce.file("/usr/local/sbin/gpulab-rdma-qos")
     assert script.mode == 0o755
     lines = script.content_string.splitlines()
@@ -19,15 +19,15 @@ def test_roce_node_gets_the_qos_script_and_a_boot_unit(host):
         assert roce.exists(tool), tool
 
 
-def test_infiniband_node_runs_the_subnet_manager_config(host):
-    ib = host("net-ib")
+def test_infiniband_node_runs_the_subnet_manager_config(scenario_host):
+    ib = scenario_host("net-ib")
     assert ib.file("/etc/opensm/opensm.conf").content_string.splitlines()[-1] == "sm_priority 14"
     assert ib.service("opensm").is_enabled
     assert not ib.file("/usr/local/sbin/gpulab-rdma-qos").exists
 
 
-def test_ethernet_node_gets_no_rdma(host):
-    eth = host("net-eth")
+def test_ethernet_node_gets_no_rdma(scenario_host):
+    eth = scenario_host("net-eth")
     assert eth.run("dpkg -s perftest").rc != 0
     assert not eth.file("/etc/systemd/system/gpulab-rdma-qos.service").exists
 
