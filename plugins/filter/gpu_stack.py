@@ -247,6 +247,7 @@ class FilterModule:
             "nvidia_driver_packages": nvidia_driver_packages,
             "cuda_packages": cuda_packages,
             "nccl_packages": nccl_packages,
+            "socket_interface": socket_interface,
             "cuda_repo_url": cuda_repo_url,
             "apt_pin_version": apt_pin_version,
             "apt_source": apt_source,

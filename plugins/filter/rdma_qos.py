@@ -1,5 +1,6 @@
 """RoCE quality of service as commands: PFC on the RoCE priority, DSCP mapped to it, ECN, and the
-RDMA-CM defaults, for `dcb` (iproute2) or `mlnx_qos` (NVIDIA's tools).
+RDMA-CM defaults, for `dcb` (iproute2) or `mlnx_qos` (NVIDIA's tools), or `none` for a NIC
+without DCB (Soft-RoCE's): the RDMA-CM defaults alone.
 
 Pure, so the commands are unit-tested: the build machines have no DCB-capable NIC to run them on.
 """
@@ -10,7 +11,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-TOOLS = ("dcb", "mlnx_qos")
+TOOLS = ("dcb", "mlnx_qos", "none")
 ECT0 = 2  # ECN-capable transport in the low two bits of the IPv4 ToS byte
 
 
@@ -33,6 +34,8 @@ def roce_qos_commands(plan: dict[str, Any], netdev: str, tool: str = "dcb", ecn:
         pfc = " ".join(f"{i}:{'on' if i == prio else 'off'}" for i in range(8))
         # mlx5 switches the port to DSCP trust when it gets its first DSCP APP entry.
         lines = [f"dcb pfc set dev {netdev} prio-pfc {pfc}", f"dcb app replace dev {netdev} dscp-prio {dscp}:{prio}"]
+    elif tool == "none":
+        lines = []
     else:
         pfc = ",".join("1" if i == prio else "0" for i in range(8))
         lines = [

@@ -26,7 +26,10 @@ options:
     description: Only this RDMA device (C(mlx5_0), C(rxe0)); all devices when unset.
     type: str
   netdev:
-    description: The Ethernet interface RoCE runs on (for the GID and the QoS settings); the port's own when unset.
+    description:
+      - The interface that carries RoCE's IPv4 address, such as a VLAN interface (C(enp65s0f0np0.20)) or the
+        NIC itself; the RoCE v2 GID on it is reported. Any interface's when unset.
+      - PFC and DSCP are read from the NIC the RDMA port is bound to, not from a VLAN above it.
     type: str
   min_active_mtu:
     description:
@@ -233,15 +236,15 @@ def main() -> None:
 
     gid_index = None
     if p["fabric"] == "roce":
-        netdev = p["netdev"] or next((port["netdev"] for port in ports if port["netdev"]), None)
-        gid = rdma.roce_v2_gid([g for port in ports for g in port["gids"]], netdev)
-        records.append(rdma.evaluate_gid(gid, netdev))
+        gid = rdma.roce_v2_gid([g for port in ports for g in port["gids"]], p["netdev"])
+        records.append(rdma.evaluate_gid(gid, p["netdev"]))
         gid_index = gid["index"] if gid else None
         if p["check_qos"]:
-            if netdev is None:
-                records.append(unavailable("pfc", "no netdev is bound to the RDMA port; set netdev"))
+            nic = next((port["netdev"] for port in ports if port["netdev"]), None)
+            if nic is None:
+                records.append(unavailable("pfc", "no netdev is bound to the RDMA port"))
             else:
-                pfc, dscp_prio, trust, source = _qos(module, netdev)
+                pfc, dscp_prio, trust, source = _qos(module, nic)
                 records += rdma.evaluate_qos(pfc, dscp_prio, trust, p["pfc_priority"], p["roce_dscp"], source)
 
     exit_with_records(module, records, ports=ports, gid_index=gid_index)

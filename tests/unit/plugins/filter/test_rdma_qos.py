@@ -40,10 +40,20 @@ def test_mlnx_qos_commands_on_another_priority_without_ecn():
     assert 'echo 184 > "$cm/ports/1/default_roce_tos"' in lines
 
 
+def test_no_dcb_tool_sets_only_ecn_where_present_and_rdma_cm():
+    lines = roce_qos_commands(PLAN, "eth1", tool="none")
+    assert not any(line.startswith(("dcb ", "mlnx_qos ")) for line in lines)
+    assert lines[0].startswith("for role in roce_np roce_rp; do f=/sys/class/net/eth1/ecn/$role/enable/3;")
+    assert lines[-2:] == [
+        'echo 106 > "$cm/ports/1/default_roce_tos"',
+        'echo "RoCE v2" > "$cm/ports/1/default_roce_mode"',
+    ]
+
+
 @pytest.mark.parametrize(
     ("plan", "tool", "message"),
     [
-        (PLAN, "lldptool", "rdma_qos_tool must be one of dcb, mlnx_qos; got 'lldptool'"),
+        (PLAN, "lldptool", "rdma_qos_tool must be one of dcb, mlnx_qos, none; got 'lldptool'"),
         ({"roce": {"pfc_priority": 8}}, "dcb", "pfc_priority 8"),
     ],
 )
