@@ -17,6 +17,8 @@ FABRICS = ("roce", "infiniband", "ethernet")
 # Largest MTU per fabric: jumbo Ethernet frames; IPoIB in connected mode.
 MAX_MTU = {"roce": 9216, "ethernet": 9216, "infiniband": 65520}
 MIN_MTU = 1280  # what IPv6 needs; nothing smaller is a sensible cluster link
+# Bond modes gpulab renders; 802.3ad (LACP) needs the switch ports in a LAG, active-backup does not.
+BOND_MODES = ("802.3ad", "active-backup", "balance-xor")
 
 
 def _subnet(plan: dict[str, Any], traffic_class: str) -> netaddr.IPNetwork:
@@ -70,16 +72,23 @@ def node_addresses(
 
 
 def host_links(
-    plan: dict[str, Any], index: int, interfaces: dict[str, str] | None = None, classes: list[str] | None = None
+    plan: dict[str, Any],
+    index: int,
+    interfaces: dict[str, str] | None = None,
+    classes: list[str] | None = None,
+    bonds: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The links node `index` needs for `classes` (default: every traffic class but management).
 
-    One entry per NIC first (its MTU the largest of what rides on it, since a VLAN cannot
-    exceed its parent), then one per VLAN: {name, kind: nic|vlan, parent, vlan, address, mtu}.
+    One entry per NIC or bond first (its MTU the largest of what rides on it, since a VLAN
+    cannot exceed its parent), then each bond's members, then one per VLAN:
+    {name, kind: nic|bond|member|vlan, parent, vlan, address, mtu} (bonds add members and mode).
     A class with a `vlan` gets a VLAN interface `<nic>.<vlan>`; one without puts its address on
     the NIC itself (IPoIB, an untagged port). `interfaces` (per host) overrides each class's
-    `interface`.
+    `interface`; an interface named in `bonds` (default: the plan's) is a bond of its members.
     """
+    if bonds is None:
+        bonds = plan.get("bonds") or {}
     networks = plan.get("networks") or {}
     wanted = classes if classes is not None else [c for c in sorted(networks) if c != "management"]
     nics: dict[str, dict[str, Any]] = {}
@@ -106,7 +115,14 @@ def host_links(
             vlans.append(
                 {"name": f"{nic}.{vlan}", "kind": "vlan", "parent": nic, "vlan": vlan, "address": address, "mtu": mtu}
             )
-    return list(nics.values()) + sorted(vlans, key=lambda link: link["name"])
+    members = []
+    for entry in nics.values():
+        if entry["name"] in bonds:
+            bond = bonds[entry["name"]]
+            entry.update(kind="bond", members=list(bond["interfaces"]), mode=bond.get("mode", BOND_MODES[0]))
+            member = {"kind": "member", "parent": entry["name"], "vlan": None, "address": None, "mtu": entry["mtu"]}
+            members += [{"name": nic, **member} for nic in bond["interfaces"]]
+    return list(nics.values()) + members + sorted(vlans, key=lambda link: link["name"])
 
 
 def interface_problems(ip_links: list[dict[str, Any]], links: list[dict[str, Any]], protected: list[str]) -> list[str]:
@@ -118,7 +134,7 @@ def interface_problems(ip_links: list[dict[str, Any]], links: list[dict[str, Any
     """
     present = {link["ifname"]: link for link in ip_links}
     problems = []
-    for link in (entry for entry in links if entry["kind"] == "nic"):
+    for link in (entry for entry in links if entry["kind"] in ("nic", "member")):
         found = present.get(link["name"])
         if found is None:
             problems.append(f"{link['name']} does not exist here (interfaces: {', '.join(sorted(present))})")
@@ -151,11 +167,37 @@ def link_mismatches(ip_links: list[dict[str, Any]], links: list[dict[str, Any]])
         addresses = [f"{a['local']}/{a['prefixlen']}" for a in found.get("addr_info", []) if a.get("family") == "inet"]
         if link["address"] and link["address"] not in addresses:
             problems.append(f"{link['name']} lacks {link['address']} (has {', '.join(addresses) or 'none'})")
+        if link["kind"] == "member" and found.get("master") != link["parent"]:
+            problems.append(f"{link['name']} is not in {link['parent']} (master: {found.get('master') or 'none'})")
     return problems
 
 
 def _int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _bond_problems(bonds: Any, networks: dict[str, Any]) -> list[str]:
+    if bonds is None:
+        return []
+    if not isinstance(bonds, dict):
+        return ["gpulab_network.bonds must map a bond name to {interfaces, mode}"]
+    problems, owner = [], {}
+    direct = {n.get("interface") for n in networks.values() if isinstance(n, dict)}
+    for name, bond in sorted(bonds.items()):
+        where = f"gpulab_network.bonds.{name}"
+        members = bond.get("interfaces") if isinstance(bond, dict) else None
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
+            problems.append(f"{where}.interfaces must be a non-empty list of NIC names")
+            continue
+        if bond.get("mode", BOND_MODES[0]) not in BOND_MODES:
+            problems.append(f"{where}.mode must be one of {', '.join(BOND_MODES)}; got {bond.get('mode')!r}")
+        for member in members:
+            if member in owner:
+                problems.append(f"{member} is in both {owner[member]} and {name}; a NIC joins one bond")
+            elif member in direct:
+                problems.append(f"{member} is in {name} and also a network's interface; use {name} there")
+            owner[member] = name
+    return problems
 
 
 def plan_problems(plan: Any) -> list[str]:
@@ -197,6 +239,7 @@ def plan_problems(plan: Any) -> list[str]:
                     f"gpulab_network.networks: {first} ({subnets[first]}) and {second} ({subnets[second]}) overlap; "
                     "give each traffic class its own subnet"
                 )
+    problems += _bond_problems(plan.get("bonds"), plan["networks"])
     if fabric == "roce":
         roce = plan.get("roce") or {}
         if not _int_in(roce.get("pfc_priority", 3), 0, 7):

@@ -50,11 +50,17 @@ def test_ethernet_plan_in_netplan_is_accepted_by_netplan_generate(scenario_host)
     plan = eth.file("/etc/netplan/60-gpulab.yaml")
     assert plan.mode == 0o600
     eth.check_output("netplan generate")
-    netdev = eth.file("/run/systemd/network/10-netplan-gl0.30.netdev").content_string
+    generated = "/run/systemd/network/10-netplan-"
+    netdev = eth.file(f"{generated}bond0.30.netdev").content_string
     assert "Kind=vlan" in netdev and "Id=30" in netdev and "MTUBytes=9000" in netdev
-    nic = eth.file("/run/systemd/network/10-netplan-gl0.network").content_string
-    assert "Address=10.20.0.13/24" in nic and "VLAN=gl0.30" in nic
-    assert "MTUBytes=9000" in eth.file("/run/systemd/network/10-netplan-gl0.link").content_string
+    nic = eth.file(f"{generated}gl0.network").content_string
+    assert "Address=10.20.0.13/24" in nic and "VLAN" not in nic
+    assert "MTUBytes=9000" in eth.file(f"{generated}gl0.link").content_string
+    bond = eth.file(f"{generated}bond0.netdev").content_string
+    assert "Kind=bond" in bond and "Mode=active-backup" in bond and "MTUBytes=9000" in bond
+    assert "VLAN=bond0.30" in eth.file(f"{generated}bond0.network").content_string
+    for member in ("gl1", "gl2"):
+        assert "Bond=bond0" in eth.file(f"{generated}{member}.network").content_string
 
 
 @pytest.mark.parametrize(

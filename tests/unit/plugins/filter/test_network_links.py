@@ -131,3 +131,58 @@ def test_links_as_planned_or_not():
         "gl0 lacks 10.20.0.11/24 (has none)",
         "gl1.20 is missing",
     ]
+
+
+BONDED = {
+    "fabric": "ethernet",
+    "bonds": {"bond0": {"interfaces": ["eno2", "eno3"], "mode": "802.3ad"}},
+    "networks": {
+        "management": {"subnet": "10.10.0.0/24", "interface": "eno1"},
+        "compute": {"subnet": "10.20.0.0/24", "mtu": 9000, "interface": "eth1"},
+        "storage": {"subnet": "10.30.0.0/24", "vlan": 30, "mtu": 9000, "interface": "bond0"},
+    },
+}
+
+
+def test_a_bond_carries_its_vlan_and_its_members_follow_its_mtu():
+    assert host_links(BONDED, 2) == [
+        {"name": "eth1", "kind": "nic", "parent": None, "vlan": None, "address": "10.20.0.12/24", "mtu": 9000},
+        {
+            "name": "bond0",
+            "kind": "bond",
+            "parent": None,
+            "vlan": None,
+            "address": None,
+            "mtu": 9000,
+            "members": ["eno2", "eno3"],
+            "mode": "802.3ad",
+        },
+        {"name": "eno2", "kind": "member", "parent": "bond0", "vlan": None, "address": None, "mtu": 9000},
+        {"name": "eno3", "kind": "member", "parent": "bond0", "vlan": None, "address": None, "mtu": 9000},
+        {"name": "bond0.30", "kind": "vlan", "parent": "bond0", "vlan": 30, "address": "10.30.0.12/24", "mtu": 9000},
+    ]
+
+
+def test_a_hosts_own_bond_members_win():
+    links = host_links(BONDED, 1, bonds={"bond0": {"interfaces": ["enp1s0f0", "enp1s0f1"], "mode": "active-backup"}})
+    assert [(link["name"], link["kind"]) for link in links if link["kind"] in ("bond", "member")] == [
+        ("bond0", "bond"),
+        ("enp1s0f0", "member"),
+        ("enp1s0f1", "member"),
+    ]
+    assert links[1]["mode"] == "active-backup"
+
+
+def test_bond_members_must_exist_and_join_the_bond():
+    links = host_links(BONDED, 1, classes=["storage"])
+    ip_links = [
+        {"ifname": "eno2", "mtu": 9000, "max_mtu": 9216, "master": "bond0", "addr_info": []},
+        {"ifname": "bond0", "mtu": 9000, "addr_info": []},
+        {"ifname": "bond0.30", "mtu": 9000, "addr_info": [{"family": "inet", "local": "10.30.0.11", "prefixlen": 24}]},
+    ]
+    assert interface_problems(ip_links, links, ["10.10.0.11"]) == [
+        "eno3 does not exist here (interfaces: bond0, bond0.30, eno2)"
+    ]
+    assert link_mismatches(ip_links, links) == ["eno3 is missing"]
+    ip_links.append({"ifname": "eno3", "mtu": 9000, "addr_info": []})
+    assert link_mismatches(ip_links, links) == ["eno3 is not in bond0 (master: none)"]

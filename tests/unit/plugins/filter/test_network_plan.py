@@ -108,3 +108,26 @@ def test_fabric_and_infiniband_mtu():
         "gpulab_network.networks.management.subnet '10.0.0.0/33' is not a CIDR subnet"
     )
     assert plan_problems({"networks": {}}) == ["gpulab_network must be a mapping with a non-empty 'networks' mapping"]
+
+
+def test_bond_problems_are_named():
+    plan = {
+        "networks": {
+            "compute": {"subnet": "10.20.0.0/24", "interface": "bond0"},
+            "storage": {"subnet": "10.30.0.0/24", "interface": "eno4"},
+        },
+        "bonds": {
+            "bond0": {"interfaces": ["eno2", "eno3"], "mode": "round-robin"},
+            "bond1": {"interfaces": ["eno3", "eno4"]},
+            "bond2": {"interfaces": []},
+        },
+    }
+    assert plan_problems(plan) == [
+        "gpulab_network.bonds.bond0.mode must be one of 802.3ad, active-backup, balance-xor; got 'round-robin'",
+        "eno3 is in both bond0 and bond1; a NIC joins one bond",
+        "eno4 is in bond1 and also a network's interface; use bond1 there",
+        "gpulab_network.bonds.bond2.interfaces must be a non-empty list of NIC names",
+    ]
+    assert plan_problems({**plan, "bonds": ["bond0"]}) == [
+        "gpulab_network.bonds must map a bond name to {interfaces, mode}"
+    ]
