@@ -1,0 +1,160 @@
+"""What needs a kernel: VLANs at MTU 9000, Soft-RoCE, LUKS through crypttab, and all of it after a reboot.
+
+The tests run in file order: the reboot comes after the first look at everything.
+"""
+
+import json
+import re
+
+import pytest
+
+VMS = {"kvm1": 1, "kvm2": 2}
+VLANS = {"compute": (20, "10.20.0", "eth1"), "storage": (30, "10.30.0", "bond0")}
+RXE = "rxe_eth1"
+
+
+def peer(name):
+    return next(other for other in VMS if other != name)
+
+
+def address(name, traffic_class):
+    return f"{VLANS[traffic_class][1]}.{10 + VMS[name]}"
+
+
+@pytest.fixture(scope="module", params=list(VMS))
+def vm(request, scenario_host):
+    return request.param, scenario_host(request.param)
+
+
+def check_vlans(name, host):
+    links = {link["ifname"]: link for link in json.loads(host.check_output("ip -json -details address show"))}
+    for traffic_class, (vlan_id, _, parent) in VLANS.items():
+        assert links[parent]["mtu"] == 9000
+        link = links[f"{parent}.{vlan_id}"]
+        assert link["linkinfo"]["info_kind"] == "vlan"
+        assert link["linkinfo"]["info_data"]["id"] == vlan_id
+        assert link["link"] == parent
+        assert link["mtu"] == 9000
+        assert link["operstate"] == "UP"
+        assert [(a["local"], a["prefixlen"]) for a in link["addr_info"] if a["family"] == "inet"] == [
+            (address(name, traffic_class), 24)
+        ]
+
+
+def check_bond(host):
+    """bond0: LACP up on both members, each agreeing with the other VM's bond (partner MAC set)."""
+    state = host.file("/proc/net/bonding/bond0").content_string
+    assert "Bonding Mode: IEEE 802.3ad Dynamic link aggregation" in state
+    members = re.findall(r"^Slave Interface: (\S+)\nMII Status: (\S+)", state, re.M)
+    assert sorted(members) == [("eth2", "up"), ("eth3", "up")]
+    partner = re.search(r"^\s*Partner Mac Address: (\S+)", state, re.M)
+    assert partner and partner.group(1) != "00:00:00:00:00:00", state
+    for nic in ("eth2", "eth3"):
+        assert host.file(f"/sys/class/net/{nic}/master").linked_to == "/sys/devices/virtual/net/bond0"
+        assert host.file(f"/sys/class/net/{nic}/mtu").content_string.strip() == "9000"
+
+
+def check_full_mtu_pings(name, host):
+    for traffic_class in VLANS:
+        target = address(peer(name), traffic_class)
+        # 8972 bytes of ICMP payload + 28 of headers = 9000, with do-not-fragment.
+        ping = host.run(f"ping -c 2 -W 3 -M do -s 8972 {target}")
+        assert ping.rc == 0, ping.stdout + ping.stderr
+        assert "2 received" in ping.stdout
+        # One byte more does not fit the MTU: the kernel refuses to send it unfragmented.
+        too_big = host.run(f"ping -c 1 -W 3 -M do -s 8973 {target}")
+        assert too_big.rc != 0
+        assert "message too long" in (too_big.stdout + too_big.stderr).lower()
+
+
+def check_soft_roce(name, host):
+    result = host.ansible(
+        "gpulab.cluster.rdma_health", "fabric=roce netdev=eth1.20 check_qos=false", check=False, become=False
+    )
+    assert result.get("failed") is not True, result
+    ports = result["ports"]
+    assert [(p["device"], p["port"], p["state"], p["link_layer"], p["netdev"]) for p in ports] == [
+        (RXE, 1, "ACTIVE", "Ethernet", "eth1")
+    ]
+    gid = next(check for check in result["checks"] if check["check"] == "roce_v2_gid")
+    assert gid["status"] == "pass"
+    assert f"({address(name, 'compute')} on eth1.20)" in gid["message"]
+    assert result["gid_index"] == gid["value"]
+    # RDMA-CM's defaults from the gpulab-rdma-qos unit: RoCE v2, ToS = DSCP 26 << 2 | ECT(0).
+    cm = f"/sys/kernel/config/rdma_cm/{RXE}/ports/1"
+    assert host.file(f"{cm}/default_roce_mode").content_string.strip() == "RoCE v2"
+    assert host.file(f"{cm}/default_roce_tos").content_string.strip() == "106"
+    assert host.service("gpulab-rdma-qos").is_enabled
+
+
+def check_scratch(host):
+    crypttab = host.file("/etc/crypttab").content_string
+    assert re.search(r"^data0 UUID=[0-9a-f-]{36} /etc/gpulab/luks/data0.key luks,discard$", crypttab, re.M), crypttab
+    status = host.run("cryptsetup status data0")
+    assert status.rc == 0, status.stderr
+    assert re.search(r"type:\s+LUKS2", status.stdout)
+    assert re.search(r"device:\s+/dev/vdb", status.stdout)
+    mount = json.loads(host.check_output("findmnt -J -o SOURCE,FSTYPE /scratch"))["filesystems"][0]
+    assert mount == {"source": "/dev/mapper/data0", "fstype": "ext4"}
+
+
+def test_vlans_have_the_plans_ids_addresses_and_mtu(vm):
+    check_vlans(*vm)
+
+
+def test_bond_runs_lacp_with_the_other_vm(vm):
+    check_bond(vm[1])
+
+
+def test_full_mtu_passes_unfragmented_on_every_vlan(vm):
+    check_full_mtu_pings(*vm)
+
+
+def test_soft_roce_port_is_active_with_a_roce_v2_gid_on_the_compute_vlan(vm):
+    check_soft_roce(*vm)
+
+
+def test_luks_disk_is_open_and_mounted(vm):
+    check_scratch(vm[1])
+
+
+def test_ib_write_bw_over_rdma_cm_completes(scenario_host):
+    server, client = scenario_host("kvm1"), scenario_host("kvm2")
+    server.check_output(f"systemd-run --unit gpulab-test-bw timeout 120 ib_write_bw -d {RXE} -R -D 3")
+    try:
+        run = client.run(f"timeout 120 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}")
+    finally:
+        server.run("systemctl stop gpulab-test-bw; systemctl reset-failed gpulab-test-bw")
+    assert run.rc == 0, run.stdout + run.stderr
+    assert "rdma_cm QPs\t : ON" in run.stdout
+    # "#bytes #iterations BW peak BW average MsgRate": emulated, so reported, not judged.
+    row = re.search(r"^\s*65536\s+\d+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s*$", run.stdout, re.M)
+    assert row, run.stdout
+    assert float(row.group(1)) > 0
+    print(f"ib_write_bw kvm2 -> kvm1 over Soft-RoCE: {row.group(1)} Gb/s average")
+
+
+@pytest.fixture(scope="module")
+def rebooted(scenario_host, ansible_playbook):
+    """Write a file on each scratch disk, reboot both VMs, and hand back what was written."""
+    written = {}
+    for name in VMS:
+        host = scenario_host(name)
+        host.check_output("head -c 4M /dev/urandom > /scratch/before-reboot && sync")
+        written[name] = host.check_output("sha256sum /scratch/before-reboot").split()[0]
+    run = ansible_playbook("molecule/kernel/reboot.yml")
+    assert run.returncode == 0, run.stdout[-3000:]
+    return written
+
+
+def test_after_a_reboot_everything_is_back(rebooted, vm):
+    name, host = vm
+    # Nothing from Ansible since the reboot: systemd-networkd, gpulab-rdma-qos and crypttab did it.
+    assert host.service("gpulab-rdma-qos").is_running  # oneshot, RemainAfterExit: active once it succeeded
+    assert host.service("systemd-cryptsetup@data0").is_running
+    check_vlans(name, host)
+    check_bond(host)
+    check_full_mtu_pings(name, host)
+    check_soft_roce(name, host)
+    check_scratch(host)
+    assert host.check_output("sha256sum /scratch/before-reboot").split()[0] == rebooted[name]
