@@ -6,7 +6,7 @@ PY := python3.11
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Scenarios in the order `make test` runs them (cheap ones first). `kernel` boots two QEMU
-# VMs (about 15 minutes on two cores); GPULAB_SKIP_KERNEL=1 leaves it out for quick local runs.
+# VMs (about 14 minutes on two cores, 16 when it builds their image); GPULAB_SKIP_KERNEL=1 leaves it out for quick local runs.
 SCENARIOS ?= preflight common network storage ceph gpu_stack slurm $(if $(GPULAB_SKIP_KERNEL),,kernel)
 S ?= common
 
