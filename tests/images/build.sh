@@ -10,6 +10,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=mirror.sh
+. "$here/mirror.sh"
 image=${GPULAB_TEST_IMAGE:-gpulab/debian12-systemd:1}
 source_kind=${GPULAB_IMAGE_SOURCE:-auto}
 distro=${GPULAB_IMAGE_DISTRO:-debian12}
@@ -43,15 +45,6 @@ build_registry() {
   if [ -f "$ca_bundle" ]; then cp "$ca_bundle" "$ctx/ca-certificates.crt"; else : >"$ctx/ca-certificates.crt"; fi
   docker build -q -t "$image" "$ctx" >/dev/null
   rm -rf "$ctx"
-}
-
-mirror_uri() {
-  local f=/etc/apt/sources.list.d/debian.sources
-  if [ -f "$f" ] && grep -q '^URIs:' "$f"; then
-    awk '/^URIs:/ {print $2; exit}' "$f"
-  else
-    echo "${GPULAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-  fi
 }
 
 build_offline() {

@@ -17,6 +17,8 @@ cache=${GPULAB_KERNEL_CACHE:-/var/cache/gpulab/kernel}
 ssh_base=${GPULAB_KERNEL_SSH_BASE:-2250}
 fabric_base=${GPULAB_KERNEL_FABRIC_BASE:-2270}
 run=$cache/run
+# shellcheck source=../images/mirror.sh
+. "$(cd "$(dirname "$0")" && pwd)/../images/mirror.sh"
 # What the roles would install, preinstalled so that the VMs (slow under emulation) only check.
 packages=linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,kmod,openssh-server,python3,python3-apt,iproute2,iputils-ping,procps,ca-certificates,rdma-core,ibverbs-utils,perftest,infiniband-diags,cryptsetup,cryptsetup-bin,e2fsprogs,xfsprogs
 
@@ -33,11 +35,6 @@ need_tools() {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
-}
-
-mirror_uri() {
-  awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null ||
-    echo "${GPULAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 }
 
 # The recipe's fingerprint: the cached image is rebuilt when it changes.
@@ -88,7 +85,7 @@ EOF
   # A getty on the serial console hangs up the console the kernel logs to.
   chroot "$root" systemctl mask -q serial-getty@ttyS0.service
   echo '/dev/vda / ext4 rw,noatime 0 1' >"$root/etc/fstab"
-  : >"$root/etc/machine-id"  # each VM makes its own at first boot
+  : >"$root/etc/machine-id"  # set per VM at boot (systemd.machine_id= in up)
 
   [ -f "$cache/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C gpulab-kernel-test -f "$cache/id_ed25519"
   install -d -m 0700 "$root/root/.ssh"
