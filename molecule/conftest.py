@@ -10,7 +10,7 @@ import testinfra
 
 @pytest.fixture(scope="session")
 def ansible_playbook():
-    """ansible_playbook(*args, inventories=()) -> CompletedProcess, stdout and stderr merged.
+    """ansible_playbook(*args, inventories=(), timeout=300) -> CompletedProcess, stdout and stderr merged.
 
     Runs from the project root against Molecule's inventory (plus any extra inventories).
     """
@@ -18,7 +18,7 @@ def ansible_playbook():
     inventory = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
 
-    def run(*args: str, inventories: tuple[Path, ...] = ()) -> subprocess.CompletedProcess:
+    def run(*args: str, inventories: tuple[Path, ...] = (), timeout: int = 300) -> subprocess.CompletedProcess:
         sources = [arg for path in (inventory, *inventories) for arg in ("-i", str(path))]
         return subprocess.run(
             ["ansible-playbook", *sources, *args],
@@ -27,7 +27,7 @@ def ansible_playbook():
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            timeout=300,
+            timeout=timeout,
             check=False,
         )
 

@@ -77,6 +77,7 @@ def host_links(
     interfaces: dict[str, str] | None = None,
     classes: list[str] | None = None,
     bonds: dict[str, Any] | None = None,
+    management_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """The links node `index` needs for `classes` (default: every traffic class but management).
 
@@ -86,6 +87,9 @@ def host_links(
     A class with a `vlan` gets a VLAN interface `<nic>.<vlan>`; one without puts its address on
     the NIC itself (IPoIB, an untagged port). `interfaces` (per host) overrides each class's
     `interface`; an interface named in `bonds` (default: the plan's) is a bond of its members.
+    A class's `gateway` and `dns` go with its address. The NICs the management class rides on
+    are marked `management: True`; its address is `management_address` (the host's
+    gpulab_address) when given.
     """
     if bonds is None:
         bonds = plan.get("bonds") or {}
@@ -101,19 +105,24 @@ def host_links(
                 f"gpulab_network.networks.{name} has no interface; set it there or in the host's network_interfaces"
             )
         mtu = int(network.get("mtu", 1500))
-        address = f"{node_address(plan, name, index)}/{_subnet(plan, name).prefixlen}"
+        host = management_address if name == "management" and management_address else node_address(plan, name, index)
+        address = f"{host}/{_subnet(plan, name).prefixlen}"
+        routing = {key: network[key] for key in ("gateway", "dns") if network.get(key)}
+        mark = {"management": True} if name == "management" else {}
         entry = nics.setdefault(
             nic, {"name": nic, "kind": "nic", "parent": None, "vlan": None, "address": None, "mtu": mtu}
         )
-        entry["mtu"] = max(entry["mtu"], mtu)
+        entry.update(mtu=max(entry["mtu"], mtu), **mark)
         if network.get("vlan") is None:
             if entry["address"]:
                 raise AnsibleFilterError(f"{nic} would carry two untagged networks; give {name} a vlan")
-            entry["address"] = address
+            entry.update(address=address, **routing)
         else:
             vlan = int(network["vlan"])
             vlans.append(
                 {"name": f"{nic}.{vlan}", "kind": "vlan", "parent": nic, "vlan": vlan, "address": address, "mtu": mtu}
+                | routing
+                | mark
             )
     members = []
     for entry in nics.values():
@@ -121,6 +130,8 @@ def host_links(
             bond = bonds[entry["name"]]
             entry.update(kind="bond", members=list(bond["interfaces"]), mode=bond.get("mode", BOND_MODES[0]))
             member = {"kind": "member", "parent": entry["name"], "vlan": None, "address": None, "mtu": entry["mtu"]}
+            if entry.get("management"):
+                member["management"] = True
             members += [{"name": nic, **member} for nic in bond["interfaces"]]
     return list(nics.values()) + members + sorted(vlans, key=lambda link: link["name"])
 
@@ -129,8 +140,9 @@ def interface_problems(ip_links: list[dict[str, Any]], links: list[dict[str, Any
     """What stops `links` (host_links) from being applied, read from `ip -j -d addr show`.
 
     A NIC that does not exist, an MTU above what the NIC's driver allows (max_mtu), and a NIC
-    that carries one of the `protected` addresses (the one Ansible connects to): configuring
-    it could cut the connection, so it is refused.
+    that carries one of the `protected` addresses (the one Ansible connects to) unless the
+    management class is configured on it (the role then applies the change with a rollback):
+    a file for that NIC without the management address would cut the connection.
     """
     present = {link["ifname"]: link for link in ip_links}
     problems = []
@@ -145,11 +157,34 @@ def interface_problems(ip_links: list[dict[str, Any]], links: list[dict[str, Any
                 "lower the plan's mtu or use a NIC that supports jumbo frames"
             )
         held = [a["local"] for a in found.get("addr_info", []) if a.get("local") in protected]
-        if held:
+        if held and not link.get("management"):
             problems.append(
-                f"{link['name']} carries {', '.join(held)}, the address Ansible uses: gpulab does not reconfigure it; "
-                "put the traffic classes on another NIC"
+                f"{link['name']} carries {', '.join(held)}, the address Ansible uses: gpulab reconfigures it only "
+                "with the management class on it (network_classes); or put the traffic classes on another NIC"
             )
+    return problems
+
+
+def address_moves(links: list[dict[str, Any]], connect_to: str) -> list[str]:
+    """A management address other than the one Ansible connects to (`connect_to`), in its subnet.
+
+    Ansible reconnects at `connect_to` after the change, so a move would always be rolled back:
+    refused, naming gpulab_address, which pins the address the node has.
+    """
+    try:
+        current = netaddr.IPAddress(connect_to)
+    except (netaddr.AddrFormatError, TypeError, ValueError):
+        return []  # a name, not an address: nothing to compare
+    problems = []
+    for link in links:
+        if link.get("management") and link["address"]:
+            planned = netaddr.IPNetwork(link["address"])
+            if current in planned.cidr and current != planned.ip:
+                problems.append(
+                    f"the plan gives {link['name']} the management address {planned.ip}, but Ansible connects to "
+                    f"{current}: set gpulab_address: {current} to keep it (moving the address Ansible uses "
+                    "would cut the run off and be rolled back)"
+                )
     return problems
 
 
@@ -176,15 +211,16 @@ def _int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def _bond_problems(bonds: Any, networks: dict[str, Any]) -> list[str]:
+def bond_problems(bonds: Any, networks: dict[str, Any], variable: str = "gpulab_network.bonds") -> list[str]:
+    """What is wrong with `bonds` ({name: {interfaces, mode}}), each line naming `variable`."""
     if bonds is None:
         return []
     if not isinstance(bonds, dict):
-        return ["gpulab_network.bonds must map a bond name to {interfaces, mode}"]
+        return [f"{variable} must map a bond name to {{interfaces, mode}}"]
     problems, owner = [], {}
     direct = {n.get("interface") for n in networks.values() if isinstance(n, dict)}
     for name, bond in sorted(bonds.items()):
-        where = f"gpulab_network.bonds.{name}"
+        where = f"{variable}.{name}"
         members = bond.get("interfaces") if isinstance(bond, dict) else None
         if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
             problems.append(f"{where}.interfaces must be a non-empty list of NIC names")
@@ -197,6 +233,27 @@ def _bond_problems(bonds: Any, networks: dict[str, Any]) -> list[str]:
             elif member in direct:
                 problems.append(f"{member} is in {name} and also a network's interface; use {name} there")
             owner[member] = name
+    return problems
+
+
+def _routing_problems(where: str, network: dict[str, Any], subnet: netaddr.IPNetwork | None) -> list[str]:
+    problems = []
+    gateway = network.get("gateway")
+    if gateway is not None:
+        try:
+            if subnet is not None and netaddr.IPAddress(gateway) not in subnet:
+                problems.append(f"{where}.gateway {gateway} is outside the subnet {subnet}")
+        except (netaddr.AddrFormatError, TypeError, ValueError):
+            problems.append(f"{where}.gateway must be an IP address; got {gateway!r}")
+    dns = network.get("dns")
+    if dns is not None:
+        try:
+            if not isinstance(dns, list) or not dns:
+                raise ValueError
+            for server in dns:
+                netaddr.IPAddress(server)
+        except (netaddr.AddrFormatError, TypeError, ValueError):
+            problems.append(f"{where}.dns must be a list of IP addresses; got {dns!r}")
     return problems
 
 
@@ -227,6 +284,7 @@ def plan_problems(plan: Any) -> list[str]:
             if key in vlans:
                 problems.append(f"{where}.vlan {vlan} is also {vlans[key]}'s on the same interface; give each its own")
             vlans[key] = name
+        problems += _routing_problems(where, network, subnets.get(name))
         mtu = network.get("mtu")
         high = MAX_MTU.get(fabric, 9216)
         if mtu is not None and not _int_in(mtu, MIN_MTU, high):
@@ -239,7 +297,7 @@ def plan_problems(plan: Any) -> list[str]:
                     f"gpulab_network.networks: {first} ({subnets[first]}) and {second} ({subnets[second]}) overlap; "
                     "give each traffic class its own subnet"
                 )
-    problems += _bond_problems(plan.get("bonds"), plan["networks"])
+    problems += bond_problems(plan.get("bonds"), plan["networks"])
     if fabric == "roce":
         roce = plan.get("roce") or {}
         if not _int_in(roce.get("pfc_priority", 3), 0, 7):
@@ -252,6 +310,8 @@ def plan_problems(plan: Any) -> list[str]:
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
+            "address_moves": address_moves,
+            "bond_problems": bond_problems,
             "host_links": host_links,
             "interface_problems": interface_problems,
             "link_mismatches": link_mismatches,

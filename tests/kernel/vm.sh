@@ -3,7 +3,8 @@
 # VLAN interfaces, Soft-RoCE, dm-crypt. Used by the Molecule scenario `kernel`.
 #
 #   vm.sh image              build the root image, kernel, initrd and SSH key once (cached)
-#   vm.sh up NAME INDEX      boot NAME (INDEX 1 or 2): SSH on 127.0.0.1:$((GPULAB_KERNEL_SSH_BASE + INDEX)),
+#   vm.sh up NAME INDEX      boot NAME (INDEX 1 or 2): SSH on 127.0.0.1:$((GPULAB_KERNEL_SSH_BASE + INDEX))
+#                            to its 10.0.2.1INDEX,
 #                            its eth1, eth2 and eth3 wired to the other VM's over loopback UDP
 #   vm.sh wait NAME INDEX    wait until NAME answers on SSH
 #   vm.sh down NAME          power NAME off and remove its disks
@@ -117,6 +118,8 @@ up() {
     wires+=(-netdev "socket,id=wire$nic,udp=127.0.0.1:$((port + peer)),localaddr=127.0.0.1:$((port + index))"
       -device "virtio-net-pci,netdev=wire$nic,mac=52:54:00:1$((nic + 1)):00:0$index,speed=10000,duplex=full")
   done
+  # eth0: DHCP gives 10.0.2.1INDEX, the address the plan derives for the node, and SSH is
+  # forwarded to that address only: a management change to another address cuts SSH off.
   # Its own machine id (else systemd takes the image's D-Bus one): networkd derives a bond's MAC
   # from it, and two VMs with one id would look like one LACP system to each other.
   qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -display none -daemonize \
@@ -125,7 +128,7 @@ up() {
     -append "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=$name systemd.machine_id=6a1b00000000400080000000000000$index$index" \
     -drive "file=$run/$name.qcow2,if=virtio,format=qcow2" \
     -drive "file=$run/$name-data.img,if=virtio,format=raw" \
-    -netdev "user,id=management,hostfwd=tcp:127.0.0.1:$((ssh_base + index))-:22" \
+    -netdev "user,id=management,net=10.0.2.0/24,dhcpstart=10.0.2.1$index,hostfwd=tcp:127.0.0.1:$((ssh_base + index))-10.0.2.1$index:22" \
     -device "virtio-net-pci,netdev=management,mac=52:54:00:11:00:0$index" \
     "${wires[@]}"
   log "$name booting (console: $run/$name.console)"

@@ -1,4 +1,5 @@
-"""What needs a kernel: VLANs at MTU 9000, Soft-RoCE, LUKS through crypttab, and all of it after a reboot.
+"""What needs a kernel: VLANs at MTU 9000, Soft-RoCE, LUKS through crypttab, the management link
+taken over with a rollback (and undone when it cuts SSH off), and all of it after a reboot.
 
 The tests run in file order: the reboot comes after the first look at everything.
 """
@@ -87,6 +88,19 @@ def check_soft_roce(name, host):
     assert host.service("gpulab-rdma-qos").is_enabled
 
 
+def check_management(name, host):
+    """eth0 from gpulab's file (sorting before the image's DHCP one): static address, route, no lease."""
+    status = host.check_output("networkctl status eth0 --no-pager")
+    assert "Network File: /etc/systemd/network/05-gpulab-eth0.network" in status, status
+    (link,) = json.loads(host.check_output("ip -json address show dev eth0"))
+    inet = [a for a in link["addr_info"] if a["family"] == "inet"]
+    assert [(a["local"], a["prefixlen"]) for a in inet] == [(f"10.0.2.{10 + VMS[name]}", 24)]
+    assert not inet[0].get("dynamic"), inet  # not a DHCP lease
+    routes = json.loads(host.check_output("ip -json route show default"))
+    assert [(r["gateway"], r["dev"], r["protocol"]) for r in routes] == [("10.0.2.2", "eth0", "static")]
+    assert not host.service("gpulab-network-restore.timer").is_running
+
+
 def check_scratch(host):
     crypttab = host.file("/etc/crypttab").content_string
     assert re.search(r"^data0 UUID=[0-9a-f-]{36} /etc/gpulab/luks/data0.key luks,discard$", crypttab, re.M), crypttab
@@ -96,6 +110,37 @@ def check_scratch(host):
     assert re.search(r"device:\s+/dev/vdb", status.stdout)
     mount = json.loads(host.check_output("findmnt -J -o SOURCE,FSTYPE /scratch"))["filesystems"][0]
     assert mount == {"source": "/dev/mapper/data0", "fstype": "ext4"}
+
+
+def test_management_link_was_taken_over_and_kept(vm):
+    check_management(*vm)
+    assert not vm[1].file("/var/lib/gpulab/network-rolled-back").exists
+
+
+def test_a_management_change_that_cuts_ssh_is_rolled_back(scenario_host, ansible_playbook):
+    """kvm2 told to take 10.0.2.99: QEMU forwards SSH to 10.0.2.12 only, so the change cuts Ansible
+    off; the node must restore its settings by itself and the run must say so."""
+    host = scenario_host("kvm2")
+    run = ansible_playbook(
+        "playbooks/network.yml",
+        "--limit",
+        "kvm2",
+        "--tags",
+        "network",
+        "-e",
+        # The shortest rollback: this change is meant to fail.
+        json.dumps({"gpulab_address": "10.0.2.99", "network_rollback_seconds": 40}),
+        timeout=600,  # the role under emulation, then the wait for the node's own restore
+    )
+    assert run.returncode != 0, run.stdout[-3000:]
+    print(next(line.strip() for line in run.stdout.splitlines() if "did not keep a working connection" in line))
+    assert "the management change (10.0.2.99/24 on eth0 via 10.0.2.2) did not keep a working connection" in run.stdout
+    assert "The node put back its settings from before this run" in run.stdout, run.stdout[-3000:]
+    assert "restored gpulab's network files from before the last change" in run.stdout
+    assert "Address=10.0.2.12/24\n" in host.file("/etc/systemd/network/05-gpulab-eth0.network").content_string
+    assert "restored gpulab's network files" in host.check_output("journalctl -t gpulab-network --no-pager")
+    check_management("kvm2", host)
+    check_vlans("kvm2", host)
 
 
 def test_vlans_have_the_plans_ids_addresses_and_mtu(vm):
@@ -152,6 +197,7 @@ def test_after_a_reboot_everything_is_back(rebooted, vm):
     # Nothing from Ansible since the reboot: systemd-networkd, gpulab-rdma-qos and crypttab did it.
     assert host.service("gpulab-rdma-qos").is_running  # oneshot, RemainAfterExit: active once it succeeded
     assert host.service("systemd-cryptsetup@data0").is_running
+    check_management(name, host)
     check_vlans(name, host)
     check_bond(host)
     check_full_mtu_pings(name, host)

@@ -9,6 +9,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
+    address_moves,
     host_links,
     interface_problems,
     link_mismatches,
@@ -115,8 +116,8 @@ def test_missing_nic_and_the_connection_nic_are_refused():
     problems = interface_problems(IP_LINKS, links_on("enp65s0f0np0") + links_on("eth0", 1500), ["172.30.100.13"])
     assert problems == [
         "enp65s0f0np0 does not exist here (interfaces: eth0, gl0, gl1, lo)",
-        "eth0 carries 172.30.100.13, the address Ansible uses: gpulab does not reconfigure it; "
-        "put the traffic classes on another NIC",
+        "eth0 carries 172.30.100.13, the address Ansible uses: gpulab reconfigures it only with the management "
+        "class on it (network_classes); or put the traffic classes on another NIC",
     ]
 
 
@@ -186,3 +187,63 @@ def test_bond_members_must_exist_and_join_the_bond():
     assert link_mismatches(ip_links, links) == ["eno3 is missing"]
     ip_links.append({"ifname": "eno3", "mtu": 9000, "addr_info": []})
     assert link_mismatches(ip_links, links) == ["eno3 is not in bond0 (master: none)"]
+
+
+# Management on eth0 of the recorded container (172.30.100.13/24), as the kernel bed runs it.
+MANAGED = {
+    "networks": {
+        "management": {"subnet": "172.30.100.0/24", "interface": "eth0", "gateway": "172.30.100.1", "dns": ["1.1.1.1"]},
+        "compute": {"subnet": "10.20.0.0/24", "vlan": 20, "mtu": 9000, "interface": "gl1"},
+    },
+}
+
+
+def test_management_link_carries_its_gateway_and_dns_and_is_marked():
+    links = host_links(MANAGED, 3, classes=["management", "compute"])
+    assert links[0] == {
+        "name": "eth0",
+        "kind": "nic",
+        "parent": None,
+        "vlan": None,
+        "address": "172.30.100.13/24",
+        "mtu": 1500,
+        "gateway": "172.30.100.1",
+        "dns": ["1.1.1.1"],
+        "management": True,
+    }
+    assert "management" not in links[1] and "gateway" not in links[2]
+    # The host's gpulab_address pins the management address; other classes still come from the index.
+    pinned = host_links(MANAGED, 3, classes=["management", "compute"], management_address="172.30.100.50")
+    assert [link["address"] for link in pinned] == ["172.30.100.50/24", None, "10.20.0.13/24"]
+
+
+def test_management_on_a_vlan_marks_the_vlan_and_its_parent():
+    links = host_links(EXAMPLE, 1, classes=["management"])
+    assert [(link["name"], link.get("management"), link["address"]) for link in links] == [
+        ("eno1", True, None),
+        ("eno1.10", True, "10.10.0.11/24"),
+    ]
+
+
+def test_the_connection_nic_is_accepted_with_management_on_it():
+    links = host_links(MANAGED, 3, classes=["management", "compute"])
+    assert interface_problems(IP_LINKS, links, ["172.30.100.13"]) == []
+    bonded = dict(MANAGED, bonds={"bond0": {"interfaces": ["eth0", "gl0"], "mode": "active-backup"}})
+    bonded["networks"] = dict(
+        MANAGED["networks"], management=dict(MANAGED["networks"]["management"], interface="bond0")
+    )
+    members = [link for link in host_links(bonded, 3, classes=["management"]) if link["kind"] == "member"]
+    assert [(link["name"], link.get("management")) for link in members] == [("eth0", True), ("gl0", True)]
+    assert interface_problems(IP_LINKS, members, ["172.30.100.13"]) == []
+
+
+def test_moving_the_address_ansible_connects_to_is_refused():
+    links = host_links(MANAGED, 3, classes=["management", "compute"])
+    assert address_moves(links, "172.30.100.13") == []
+    assert address_moves(links, "gpu3.cluster.home.arpa") == []  # a name: nothing to compare
+    assert address_moves(links, "127.0.0.1") == []  # not on the management subnet (a forwarded port)
+    assert address_moves(links, "172.30.100.77") == [
+        "the plan gives eth0 the management address 172.30.100.13, but Ansible connects to 172.30.100.77: "
+        "set gpulab_address: 172.30.100.77 to keep it (moving the address Ansible uses would cut the run off "
+        "and be rolled back)"
+    ]

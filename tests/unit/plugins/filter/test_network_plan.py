@@ -1,7 +1,12 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_address, node_addresses, plan_problems
+from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
+    bond_problems,
+    node_address,
+    node_addresses,
+    plan_problems,
+)
 
 PLAN = {
     "address_offset": 10,
@@ -130,4 +135,32 @@ def test_bond_problems_are_named():
     ]
     assert plan_problems({**plan, "bonds": ["bond0"]}) == [
         "gpulab_network.bonds must map a bond name to {interfaces, mode}"
+    ]
+
+
+def test_gateway_and_dns_are_checked():
+    plan = {
+        "networks": {
+            "management": {"subnet": "10.10.0.0/24", "interface": "eno1", "gateway": "10.10.1.1", "dns": "10.10.0.1"},
+            "compute": {"subnet": "10.20.0.0/24", "interface": "eno2", "gateway": "router", "dns": ["10.0.0.300"]},
+        },
+    }
+    assert plan_problems(plan) == [
+        "gpulab_network.networks.compute.gateway must be an IP address; got 'router'",
+        "gpulab_network.networks.compute.dns must be a list of IP addresses; got ['10.0.0.300']",
+        "gpulab_network.networks.management.gateway 10.10.1.1 is outside the subnet 10.10.0.0/24",
+        "gpulab_network.networks.management.dns must be a list of IP addresses; got '10.10.0.1'",
+    ]
+    plan["networks"]["management"].update(gateway="10.10.0.1", dns=["10.10.0.1", "2606:4700:4700::1111"])
+    del plan["networks"]["compute"]
+    assert plan_problems(plan) == []
+
+
+def test_a_hosts_own_bonds_are_checked_under_their_variable():
+    networks = {"storage": {"subnet": "10.30.0.0/24", "interface": "bond0"}}
+    assert bond_problems({"bond0": {"interfaces": ["eno2"], "mode": "rr"}}, networks, "network_bonds") == [
+        "network_bonds.bond0.mode must be one of 802.3ad, active-backup, balance-xor; got 'rr'"
+    ]
+    assert bond_problems(["eno2"], networks, "network_bonds") == [
+        "network_bonds must map a bond name to {interfaces, mode}"
     ]
