@@ -23,8 +23,8 @@ def address(name, traffic_class):
 
 
 @pytest.fixture(scope="module", params=list(VMS))
-def vm(request, scenario_host):
-    return request.param, scenario_host(request.param)
+def vm(request, vm_host):
+    return request.param, vm_host(request.param)
 
 
 def check_vlans(name, host):
@@ -68,8 +68,9 @@ def check_full_mtu_pings(name, host):
         assert "message too long" in (too_big.stdout + too_big.stderr).lower()
 
 
-def check_soft_roce(name, host):
-    result = host.ansible(
+def check_soft_roce(name, host, ansible_host):
+    """rdma_health is a module: it runs through Ansible (`ansible_host`), the rest over SSH."""
+    result = ansible_host.ansible(
         "gpulab.cluster.rdma_health", "fabric=roce netdev=eth1.20 check_qos=false", check=False, become=False
     )
     assert result.get("failed") is not True, result
@@ -117,10 +118,10 @@ def test_management_link_was_taken_over_and_kept(vm):
     assert not vm[1].file("/var/lib/gpulab/network-rolled-back").exists
 
 
-def test_a_management_change_that_cuts_ssh_is_rolled_back(scenario_host, ansible_playbook):
+def test_a_management_change_that_cuts_ssh_is_rolled_back(vm_host, ansible_playbook):
     """kvm2 told to take 10.0.2.99: QEMU forwards SSH to 10.0.2.12 only, so the change cuts Ansible
     off; the node must restore its settings by itself and the run must say so."""
-    host = scenario_host("kvm2")
+    host = vm_host("kvm2")
     run = ansible_playbook(
         "playbooks/network.yml",
         "--limit",
@@ -155,16 +156,16 @@ def test_full_mtu_passes_unfragmented_on_every_vlan(vm):
     check_full_mtu_pings(*vm)
 
 
-def test_soft_roce_port_is_active_with_a_roce_v2_gid_on_the_compute_vlan(vm):
-    check_soft_roce(*vm)
+def test_soft_roce_port_is_active_with_a_roce_v2_gid_on_the_compute_vlan(vm, scenario_host):
+    check_soft_roce(*vm, scenario_host(vm[0]))
 
 
 def test_luks_disk_is_open_and_mounted(vm):
     check_scratch(vm[1])
 
 
-def test_ib_write_bw_over_rdma_cm_completes(scenario_host):
-    server, client = scenario_host("kvm1"), scenario_host("kvm2")
+def test_ib_write_bw_over_rdma_cm_completes(vm_host):
+    server, client = vm_host("kvm1"), vm_host("kvm2")
     server.check_output(f"systemd-run --unit gpulab-test-bw timeout 120 ib_write_bw -d {RXE} -R -D 3")
     try:
         run = client.run(f"timeout 120 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}")
@@ -180,11 +181,11 @@ def test_ib_write_bw_over_rdma_cm_completes(scenario_host):
 
 
 @pytest.fixture(scope="module")
-def rebooted(scenario_host, ansible_playbook):
+def rebooted(vm_host, ansible_playbook):
     """Write a file on each scratch disk, reboot both VMs, and hand back what was written."""
     written = {}
     for name in VMS:
-        host = scenario_host(name)
+        host = vm_host(name)
         host.check_output("head -c 4M /dev/urandom > /scratch/before-reboot && sync")
         written[name] = host.check_output("sha256sum /scratch/before-reboot").split()[0]
     run = ansible_playbook("molecule/kernel/reboot.yml")
@@ -192,7 +193,7 @@ def rebooted(scenario_host, ansible_playbook):
     return written
 
 
-def test_after_a_reboot_everything_is_back(rebooted, vm):
+def test_after_a_reboot_everything_is_back(rebooted, vm, scenario_host):
     name, host = vm
     # Nothing from Ansible since the reboot: systemd-networkd, gpulab-rdma-qos and crypttab did it.
     assert host.service("gpulab-rdma-qos").is_running  # oneshot, RemainAfterExit: active once it succeeded
@@ -201,6 +202,6 @@ def test_after_a_reboot_everything_is_back(rebooted, vm):
     check_vlans(name, host)
     check_bond(host)
     check_full_mtu_pings(name, host)
-    check_soft_roce(name, host)
+    check_soft_roce(name, host, scenario_host(name))
     check_scratch(host)
     assert host.check_output("sha256sum /scratch/before-reboot").split()[0] == rebooted[name]
