@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 image=${GPULAB_BROWSER_IMAGE:-gpulab/browser:1}
-base=${GPULAB_TEST_IMAGE:-gpulab/debian12-systemd:1}
+base=${GPULAB_TEST_IMAGE:-gpulab/debian12-systemd:2}
 if docker image inspect "$image" >/dev/null 2>&1; then
   exit 0
 fi

@@ -3,16 +3,18 @@
 #
 #   GPULAB_IMAGE_SOURCE=auto|offline|registry  (default auto: registry only when one answers)
 #   GPULAB_IMAGE_DISTRO=debian12|ubuntu2204|ubuntu2404  (registry path; offline is always debian12)
-#   GPULAB_TEST_IMAGE=name:tag                 (default gpulab/debian12-systemd:1)
-#   --force                                    rebuild even when the image exists
+#   GPULAB_TEST_IMAGE=name:tag                 (default gpulab/debian12-systemd:2)
+#   --force                                    rebuild even when the image is current
 #
 # The offline path needs only Debian's apt archive: debootstrap, then `docker import`.
+# The image carries a label with its recipe's fingerprint (this script and the files it puts in
+# the image); an image built from another recipe is rebuilt.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=mirror.sh
 . "$here/mirror.sh"
-image=${GPULAB_TEST_IMAGE:-gpulab/debian12-systemd:1}
+image=${GPULAB_TEST_IMAGE:-gpulab/debian12-systemd:2}
 source_kind=${GPULAB_IMAGE_SOURCE:-auto}
 distro=${GPULAB_IMAGE_DISTRO:-debian12}
 force=${1:-}
@@ -22,8 +24,11 @@ packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-c
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
 
-if [ "$force" != "--force" ] && docker image inspect "$image" >/dev/null 2>&1; then
-  log "$image exists (use --force to rebuild)"
+recipe=$(cat "$0" "$here/container-fixups.sh" "$here/install-apt-proxy.sh" "$here/apt-proxy-detect" \
+  "$here/Dockerfile.$distro" 2>/dev/null | sha256sum | cut -c1-16)
+built=$(docker image inspect -f '{{ index .Config.Labels "gpulab.recipe" }}' "$image" 2>/dev/null)
+if [ "$force" != "--force" ] && [ "$built" = "$recipe" ]; then
+  log "$image is current (use --force to rebuild)"
   exit 0
 fi
 
@@ -41,9 +46,9 @@ build_registry() {
   local ctx
   ctx=$(mktemp -d)
   cp "$here/Dockerfile.$distro" "$ctx/Dockerfile"
-  cp "$here/container-fixups.sh" "$ctx/"
+  cp "$here/container-fixups.sh" "$here/install-apt-proxy.sh" "$here/apt-proxy-detect" "$ctx/"
   if [ -f "$ca_bundle" ]; then cp "$ca_bundle" "$ctx/ca-certificates.crt"; else : >"$ctx/ca-certificates.crt"; fi
-  docker build -q -t "$image" "$ctx" >/dev/null
+  docker build -q --label "gpulab.recipe=$recipe" -t "$image" "$ctx" >/dev/null
   rm -rf "$ctx"
 }
 
@@ -78,7 +83,7 @@ build_offline() {
   apt_clean "$root"
   tar -C "$root" -c . | docker import \
     --change 'CMD ["/lib/systemd/systemd"]' \
-    --change 'ENV container=docker' - "$image" >/dev/null
+    --change 'ENV container=docker' --change "LABEL gpulab.recipe=$recipe" - "$image" >/dev/null
   rm -rf "$root"
 }
 

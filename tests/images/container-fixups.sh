@@ -15,3 +15,5 @@ for unit in getty@tty1.service serial-getty@ttyS0.service console-getty.service 
 done
 # Start services after package installs (Debian's policy-rc.d would block them).
 rm -f "$root/usr/sbin/policy-rc.d"
+# apt takes packages through the test machine's package cache when one answers.
+"$(dirname "$0")/install-apt-proxy.sh" "$root"

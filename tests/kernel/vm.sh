@@ -18,8 +18,9 @@ cache=${GPULAB_KERNEL_CACHE:-/var/cache/gpulab/kernel}
 ssh_base=${GPULAB_KERNEL_SSH_BASE:-2250}
 fabric_base=${GPULAB_KERNEL_FABRIC_BASE:-2270}
 run=$cache/run
+images=$(cd "$(dirname "$0")/../images" && pwd)
 # shellcheck source=../images/mirror.sh
-. "$(cd "$(dirname "$0")" && pwd)/../images/mirror.sh"
+. "$images/mirror.sh"
 # What the roles would install, preinstalled so that the VMs (slow under emulation) only check.
 packages=linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,kmod,openssh-server,python3,python3-apt,iproute2,iputils-ping,procps,ca-certificates,rdma-core,ibverbs-utils,perftest,infiniband-diags,cryptsetup,cryptsetup-bin,e2fsprogs,xfsprogs
 
@@ -39,7 +40,7 @@ need_tools() {
 }
 
 # The recipe's fingerprint: the cached image is rebuilt when it changes.
-recipe() { { declare -f image; echo "$packages"; } | sha256sum | cut -c1-16; }
+recipe() { { declare -f image; echo "$packages"; cat "$images/install-apt-proxy.sh" "$images/apt-proxy-detect"; } | sha256sum | cut -c1-16; }
 
 image() {
   need_tools
@@ -73,6 +74,8 @@ image() {
   done
   echo 'nameserver 10.0.2.3' >"$root/etc/resolv.conf"
   chroot "$root" apt-get update -qq
+  # apt in the VMs uses the package cache on the host (QEMU's 10.0.2.2) when it answers.
+  "$images/install-apt-proxy.sh" "$root"
 
   # Management NIC (eth0, user networking) by DHCP; eth1 is left to the network role.
   cat >"$root/etc/systemd/network/10-management.network" <<'EOF'
