@@ -8,6 +8,11 @@ fresh=${1:-}
 cd "$(dirname "$0")/.."
 logdir=.cache/lab
 mkdir -p "$logdir"
+# The nodes' apt and pip go through the package cache (scripts/package-cache.sh), unless the caller started it.
+if [ -z "${GPULAB_PIP_CACHE+set}" ]; then
+  eval "$(scripts/package-cache.sh start)"
+  export GPULAB_PIP_CACHE GPULAB_APT_CACHE
+fi
 
 run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed seconds.
   local start end name=$1
