@@ -1,16 +1,18 @@
 # gpulab: `make lab` builds the 4-node container lab and runs site.yml on it;
-# `make test` runs lint, unit tests and every Molecule scenario.
+# `make test` runs lint, unit tests, every Molecule scenario and the lab (scripts/test.sh).
 SHELL := /bin/bash
 VENV := .venv
 PY := python3.11
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
-# Scenarios in the order `make test` runs them (cheap ones first). `kernel` boots two QEMU
-# VMs (about 14 minutes on two cores, 16 when it builds their image); GPULAB_SKIP_KERNEL=1 leaves it out for quick local runs.
-SCENARIOS ?= preflight common network storage ceph gpu_stack slurm $(if $(GPULAB_SKIP_KERNEL),,kernel)
+# `make test` runs scripts/test.sh: setup, then lint, unit tests, every Molecule scenario and
+# the lab in lanes side by side, and a table of where the time went. GPULAB_SKIP_KERNEL=1 leaves
+# the QEMU scenario `kernel` out for quick local runs; GPULAB_TEST_LANES chooses other lanes.
 S ?= common
+# The package cache of the test containers and VMs (scripts/package-cache.sh), unless the caller started it.
+WITH_CACHE = [ -n "$${GPULAB_PIP_CACHE+set}" ] || eval "$$(scripts/package-cache.sh start)"; export GPULAB_PIP_CACHE GPULAB_APT_CACHE;
 
-.PHONY: setup engine image lab lab-destroy test test-lab lint test-unit molecule molecule-all clean
+.PHONY: setup engine image lab lab-destroy test test-lab lint test-unit molecule clean
 
 setup: $(VENV)/.installed .collections/ansible_collections/gpulab/cluster
 
@@ -38,7 +40,6 @@ lab: setup image
 lab-destroy: setup
 	ansible-playbook playbooks/lab-destroy.yml
 
-# The lab from scratch: check mode on fresh nodes, converge, a rerun that changes nothing.
 # The lab from scratch (check mode, converge, no-change rerun), then its validation report,
 # read back and looked at in headless Chromium.
 test-lab: setup image
@@ -46,22 +47,20 @@ test-lab: setup image
 	pytest tests/lab
 	ansible-playbook playbooks/lab-destroy.yml >/dev/null
 
-test: lint test-unit molecule-all test-lab
+test:
+	scripts/test.sh
 
 lint: setup
 	yamllint -s .
-	ruff check plugins tests molecule roles
-	ruff format --check plugins tests molecule roles
+	ruff check plugins tests molecule roles scripts
+	ruff format --check plugins tests molecule roles scripts
 	ansible-lint
 
 test-unit: setup
 	pytest tests/unit tests/playbooks
 
 molecule: setup image
-	molecule test -s $(S)
-
-molecule-all: setup image
-	@set -e; for s in $(SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s; done
+	$(WITH_CACHE) molecule test -s $(S)
 
 clean: lab-destroy
 	rm -rf .cache
