@@ -14,7 +14,10 @@ import pytest
             "nvidia_driver_version must be empty or an upstream version of branch 535",
         ),
         ({"nvidia_driver_source": "ppa"}, "nvidia_driver_source must be one of: distribution, cuda_repo, got: ppa"),
-        ({"cuda_version": "twelve"}, "cuda_version must be major.minor such as 12.4 (got 'twelve')"),
+        (  # gs-roce goes without the toolkit; asking for it makes the role check the version
+            {"cuda_version": "twelve", "cuda_install_toolkit": True},
+            "cuda_version must be major.minor such as 12.4 (got 'twelve')",
+        ),
         ({"nccl_version": "2.21"}, "nccl_version must look like 2.21.5, got '2.21'"),
         ({"gpulab_network": {"fabric": "omnipath", "networks": {}}}, "fabric must be roce, infiniband or ethernet"),
         (

@@ -89,15 +89,25 @@ def test_nvidia_smi_is_the_real_binary_without_a_gpu(node):
     assert "NVML" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["gs-roce", "gs-ib"])
-def test_cuda_toolkit_pinned_held_and_on_path_for_login_shells(node, name):
-    host = node(name)
+def test_cuda_toolkit_pinned_held_and_on_path_for_login_shells(node):
+    host = node("gs-ib")
     assert version(host, "nvidia-cuda-toolkit").startswith("11.8.")
     assert "nvidia-cuda-toolkit" in held(host)
     assert host.file("/etc/apt/preferences.d/gpulab-cuda").contains("^Pin: version 11.8.\\*$")
     login = host.check_output("bash -lc 'echo $CUDA_HOME; command -v nvcc; nvcc --version'")
     assert login.splitlines()[0] == "/usr/lib/nvidia-cuda-toolkit"
     assert "release 11.8, V11.8" in login
+
+
+def test_a_node_without_the_toolkit_gets_nothing_of_it(node):
+    host = node("gs-roce")  # cuda_install_toolkit: false
+    assert not host.package("nvidia-cuda-toolkit").is_installed
+    for path in (
+        "/etc/apt/preferences.d/gpulab-cuda",
+        "/etc/profile.d/gpulab-cuda.sh",
+        "/etc/ld.so.conf.d/gpulab-cuda.conf",
+    ):
+        assert not host.file(path).exists, path
 
 
 def test_nccl_conf_for_the_roce_plan(node):
