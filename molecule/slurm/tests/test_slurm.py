@@ -49,6 +49,13 @@ def node_state(ctl, name):
     return state, reason
 
 
+def node_check_now(ctl, host):
+    """Run the configured HealthCheckProgram on a node now, as slurmd does (root, empty environment)."""
+    program = ctl.check_output("scontrol show config | awk '$1 == \"HealthCheckProgram\" {print $3}'")
+    assert program, "slurm.conf names no HealthCheckProgram"
+    return host.run(f"env -i {program}")
+
+
 def active_since(host, unit):
     return host.check_output(f"systemctl show {unit} -p ActiveEnterTimestampMonotonic --value")
 
@@ -128,10 +135,11 @@ def test_missing_gpu_drains_the_node_and_its_return_resumes_it(ctl, node):
     assert wait_for(lambda: node_state(ctl, "slurm-gpu2") == ("IDLE", ""), 40), node_state(ctl, "slurm-gpu2")
 
 
-def test_an_administrators_drain_is_left_alone(ctl):
+def test_an_administrators_drain_is_left_alone(ctl, node):
     ctl.check_output("scontrol update NodeName=slurm-gpu1 State=DRAIN Reason=maintenance")
     try:
-        time.sleep(25)  # two health-check intervals
+        check = node_check_now(ctl, node("slurm-gpu1"))
+        assert check.rc == 0, check.stdout + check.stderr  # healthy: it found both GPUs
         state, reason = node_state(ctl, "slurm-gpu1")
         assert "DRAIN" in state and reason.startswith("maintenance")
     finally:
@@ -169,7 +177,9 @@ def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_play
         state, reason = node_state(ctl, "slurm-gpu2")
         assert "DRAIN" in state and reason.startswith("gpulab: validate: gpu_count"), (state, reason)
         assert "DRAIN" not in node_state(ctl, "slurm-gpu1")[0]
-        time.sleep(25)  # the node check (which finds 2 GPUs) must not lift validate's drain
+        # The node check, which finds 2 GPUs and passes, must not lift validate's drain.
+        check = node_check_now(ctl, gpu2)
+        assert check.rc == 0, check.stdout + check.stderr
         assert node_state(ctl, "slurm-gpu2")[1].startswith("gpulab: validate: gpu_count")
     finally:
         gpu2.check_output("rm -f /usr/local/bin/nvidia-smi /usr/local/share/gpulab-query.csv")
