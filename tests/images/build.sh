@@ -26,7 +26,7 @@ log() { printf 'build-image: %s\n' "$*" >&2; }
 
 recipe=$(cat "$0" "$here/container-fixups.sh" "$here/install-apt-proxy.sh" "$here/apt-proxy-detect" \
   "$here/Dockerfile.$distro" 2>/dev/null | sha256sum | cut -c1-16)
-built=$(docker image inspect -f '{{ index .Config.Labels "gpulab.recipe" }}' "$image" 2>/dev/null)
+built=$(docker image inspect -f '{{ index .Config.Labels "gpulab.recipe" }}' "$image" 2>/dev/null || true)
 if [ "$force" != "--force" ] && [ "$built" = "$recipe" ]; then
   log "$image is current (use --force to rebuild)"
   exit 0
