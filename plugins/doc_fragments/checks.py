@@ -7,7 +7,8 @@ options:
   fail_on:
     description:
       - Fail the task when a check record has this status or a worse one (C(warn) also fails on C(fail));
-        C(never) only reports. C(unavailable) never fails the task.
+        C(never) only reports. C(unavailable) (could not check) and C(n/a) (does not apply to this hardware)
+        never fail the task.
     type: str
     choices: [fail, warn, never]
     default: fail

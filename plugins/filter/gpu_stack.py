@@ -13,6 +13,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import plan as plan_defaults
+
 DEBIAN_BRANCH = re.compile(r"^(?:(?P<tesla>tesla-)(?P<tesla_branch>\d{3})|(?P<branch>\d{3}))$")
 NUMERIC_BRANCH = re.compile(r"^\d{3}$")
 DRIVER_SOURCES = ("distribution", "cuda_repo")
@@ -214,16 +216,15 @@ def nccl_settings(plan: Mapping[str, Any], rdma_devices: list[str] | None = None
         if devices:
             add("NCCL_IB_HCA", "=" + ",".join(devices), "only the fabric's HCAs ('=' matches names exactly)")
         if fabric == "roce":
-            roce = plan.get("roce") or {}
-            dscp = int(roce.get("dscp", 26))
+            roce = plan_defaults.roce(plan)
+            dscp = int(roce["dscp"])
             gid = options.get("gid_index")
-            gid = roce.get("gid_index", 3) if gid in (None, "") else gid
+            gid = roce["gid_index"] if gid in (None, "") else gid
             add("NCCL_IB_GID_INDEX", gid, "the RoCE v2 GID carrying the node's IPv4 address (rdma_health reports it)")
             add(
                 "NCCL_IB_TC",
                 dscp * 4,
-                f"traffic class = DSCP {dscp} << 2, so RDMA lands on the lossless PFC priority "
-                f"{roce.get('pfc_priority', 3)}",
+                f"traffic class = DSCP {dscp} << 2, so RDMA lands on the lossless PFC priority {roce['pfc_priority']}",
             )
         else:
             sl = (plan.get("infiniband") or {}).get("service_level")

@@ -12,6 +12,8 @@ from typing import Any
 import netaddr
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import plan as plan_defaults
+
 DEFAULT_OFFSET = 10
 FABRICS = ("roce", "infiniband", "ethernet")
 # Largest MTU per fabric: jumbo Ethernet frames; IPoIB in connected mode.
@@ -299,11 +301,11 @@ def plan_problems(plan: Any) -> list[str]:
                 )
     problems += bond_problems(plan.get("bonds"), plan["networks"])
     if fabric == "roce":
-        roce = plan.get("roce") or {}
-        if not _int_in(roce.get("pfc_priority", 3), 0, 7):
-            problems.append(f"gpulab_network.roce.pfc_priority must be from 0 to 7; got {roce.get('pfc_priority')!r}")
-        if not _int_in(roce.get("dscp", 26), 0, 63):
-            problems.append(f"gpulab_network.roce.dscp must be from 0 to 63; got {roce.get('dscp')!r}")
+        roce = plan_defaults.roce(plan)
+        if not _int_in(roce["pfc_priority"], 0, 7):
+            problems.append(f"gpulab_network.roce.pfc_priority must be from 0 to 7; got {roce['pfc_priority']!r}")
+        if not _int_in(roce["dscp"], 0, 63):
+            problems.append(f"gpulab_network.roce.dscp must be from 0 to 63; got {roce['dscp']!r}")
     return problems
 
 

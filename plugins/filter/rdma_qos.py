@@ -11,14 +11,16 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import plan as plan_defaults
+
 TOOLS = ("dcb", "mlnx_qos", "none")
 ECT0 = 2  # ECN-capable transport in the low two bits of the IPv4 ToS byte
 
 
 def roce_qos(plan: dict[str, Any], ecn: bool = True) -> dict[str, int]:
-    """{priority, dscp, tos} of the plan's RoCE traffic (defaults: priority 3, DSCP 26)."""
-    roce = plan.get("roce") or {}
-    priority, dscp = int(roce.get("pfc_priority", 3)), int(roce.get("dscp", 26))
+    """{priority, dscp, tos} of the plan's RoCE traffic (defaults in module_utils/plan.py)."""
+    roce = plan_defaults.roce(plan)
+    priority, dscp = int(roce["pfc_priority"]), int(roce["dscp"])
     if not (0 <= priority <= 7 and 0 <= dscp <= 63):
         raise AnsibleFilterError(f"gpulab_network.roce: pfc_priority {priority} (0-7) and dscp {dscp} (0-63)")
     return {"priority": priority, "dscp": dscp, "tos": dscp << 2 | (ECT0 if ecn else 0)}

@@ -22,7 +22,8 @@ def validate_problems(
 ) -> list[str]:
     """Problems with the validate_* settings and the GPU counts they hold compute nodes to.
 
-    settings: validate_* variables without the prefix; gpu_counts: compute host -> gpulab_gpu_count (None if unset).
+    settings: validate_* variables without the prefix; gpu_counts: compute host -> gpulab_gpu_count
+    (None if unset), so its keys are the compute nodes.
     """
     known = set(known_hosts)
     problems = []
@@ -34,6 +35,8 @@ def validate_problems(
         unknown = sorted(str(h) for h in hosts if h not in known)
         if unknown:
             problems.append(f"validate_{name} names host(s) not in the inventory: {', '.join(unknown)}")
+        elif name == "bench_hosts" and (not_compute := sorted(str(h) for h in hosts if h not in gpu_counts)):
+            problems.append(f"validate_bench_hosts names host(s) outside the compute group: {', '.join(not_compute)}")
 
     def positive(name: str, required: bool = True, upper: float | None = None) -> None:
         value = settings.get(name)
@@ -58,6 +61,18 @@ def validate_problems(
         problems.append(
             f"validate_efficiency_acceptable ({acceptable:g}) must not exceed validate_efficiency_healthy ({healthy:g})"
         )
+    line_rate = _number(settings.get("net_line_rate_gbps"))
+    if line_rate and line_rate > 0:
+        for name, value, limit, unit in (
+            ("net_min_gbps", settings.get("net_min_gbps"), line_rate, "Gbit/s"),
+            ("bench_min_busbw_gbs", settings.get("bench_min_busbw_gbs"), line_rate / 8, "GB/s"),
+        ):
+            number = _number(value)
+            if number is not None and number > limit:
+                problems.append(
+                    f"validate_{name} ({number:g} {unit}) is above what the line rate of {line_rate:g} Gbit/s "
+                    f"allows ({limit:g} {unit}): no link could pass"
+                )
     if settings.get("fail_on") not in FAIL_ON:
         problems.append(f"validate_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
     for host, count in sorted(gpu_counts.items()):

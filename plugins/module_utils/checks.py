@@ -2,6 +2,8 @@
 
 A record is {check, status, value, threshold, unit, message, code}. `unavailable` means
 the check could not run (no GPU, no driver, tool missing): it is never a hardware fault.
+`n/a` means the check does not apply to this hardware (ECC on a GeForce card): it never
+changes a verdict. What the inventory declares and cannot be found is `fail`, not `unavailable`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ PASS = "pass"
 WARN = "warn"
 FAIL = "fail"
 UNAVAILABLE = "unavailable"
-STATUSES = (PASS, WARN, FAIL, UNAVAILABLE)
-# How bad each status is, for the overall verdict (unavailable sits between pass and warn).
-SEVERITY = {PASS: 0, UNAVAILABLE: 1, WARN: 2, FAIL: 3}
+NOT_APPLICABLE = "n/a"
+STATUSES = (PASS, WARN, FAIL, UNAVAILABLE, NOT_APPLICABLE)
+# How bad each status is, for the overall verdict (unavailable sits between pass and warn;
+# n/a below pass, so it is the overall status only when nothing else applies).
+SEVERITY = {NOT_APPLICABLE: -1, PASS: 0, UNAVAILABLE: 1, WARN: 2, FAIL: 3}
 FAIL_ON_CHOICES = ("fail", "warn", "never")
 
 
@@ -53,6 +57,10 @@ def unavailable(check: str, message: str, **kw: Any) -> Check:
     return Check(check, UNAVAILABLE, message, **kw)
 
 
+def not_applicable(check: str, message: str, **kw: Any) -> Check:
+    return Check(check, NOT_APPLICABLE, message, **kw)
+
+
 def at_least(check: str, value: float | None, threshold: float, unit: str, what: str, **kw: Any) -> Check:
     """pass when value >= threshold, else fail; unavailable when value is None."""
     if value is None:
@@ -80,7 +88,7 @@ def at_most(check: str, value: float | None, threshold: float, unit: str, what: 
 
 
 def overall(records: list[Check]) -> str:
-    """The worst status among the records (pass for none)."""
+    """The worst status among the records (pass for none; n/a only when nothing else applies)."""
     return max((r.status for r in records), key=SEVERITY.__getitem__, default=PASS)
 
 

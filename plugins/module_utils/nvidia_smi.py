@@ -14,6 +14,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     Check,
     at_most,
     failed,
+    not_applicable,
     passed,
     unavailable,
     warned,
@@ -71,7 +72,9 @@ SMI_EXITS = {
     255: "an internal driver error occurred",
 }
 
-_MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]"}
+# What nvidia-smi prints for a value the GPU does not have (ECC on GeForce), and for one it could not read.
+_UNSUPPORTED = {"n/a", "[n/a]", "[not supported]", "not supported"}
+_MISSING = {"", "[unknown error]", "[insufficient permissions]", *_UNSUPPORTED}
 _INT_KEYS = {
     "index",
     "pcie_gen",
@@ -115,6 +118,21 @@ def _value(key: str, raw: str | None) -> Any:
     return text
 
 
+def _ecc_supported(raw: str | None, mode: str | None = None) -> bool | None:
+    """True when the GPU counts ECC errors, False when it has none to count (GeForce, or ECC off), None: unknown.
+
+    mode is the XML's ecc_mode/current_ecc when there is one; raw is the uncorrected-errors value.
+    """
+    if mode is not None and mode.strip().lower() in ("enabled", "disabled", *_UNSUPPORTED):
+        return mode.strip().lower() == "enabled"
+    if raw is None:
+        return None
+    text = raw.strip().lower()
+    if text in _UNSUPPORTED:
+        return False
+    return None if text in _MISSING else True
+
+
 def _split_csv(line: str) -> list[str]:
     return [cell.strip() for cell in line.split(",")]
 
@@ -129,7 +147,9 @@ def parse_query_csv(text: str) -> list[dict[str, Any]]:
         cells = _split_csv(line)
         if len(cells) != len(keys):
             raise GpuParseError(f"expected {len(keys)} comma-separated fields, got {len(cells)}: {line[:80]!r}")
-        gpus.append({key: _value(key, cell) for key, cell in zip(keys, cells, strict=True)})
+        gpu = {key: _value(key, cell) for key, cell in zip(keys, cells, strict=True)}
+        gpu["ecc_supported"] = _ecc_supported(cells[keys.index("ecc_uncorrected_volatile")])
+        gpus.append(gpu)
     return gpus
 
 
@@ -254,6 +274,7 @@ def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "remap_failure": _text(gpu, "remapped_rows/remapped_row_failure"),
         }
         parsed = {key: _value(key, value) for key, value in raw.items()}
+        parsed["ecc_supported"] = _ecc_supported(raw["ecc_uncorrected_volatile"], _text(gpu, "ecc_mode/current_ecc"))
         parsed["throttle_mask"] = _throttle_from_xml(gpu)
         if parsed["temperature_slowdown"] is None:
             parsed["temperature_slowdown"] = _slowdown_from_tlimit(gpu)
@@ -326,9 +347,13 @@ def evaluate(
     xid_ignore: tuple[int, ...] = APPLICATION_XIDS,
     unavailable_reason: str | None = None,
 ) -> list[Check]:
-    """Check records for one node. gpus=None means they could not be read (see unavailable_reason)."""
+    """Check records for one node. gpus=None means they could not be read (see unavailable_reason).
+
+    What the inventory declares (expected_count, driver_version) and cannot be read fails: a node
+    declared with GPUs whose driver is missing is broken, not "unchecked".
+    """
     if gpus is None:
-        return [unavailable("gpu_query", unavailable_reason or "GPUs could not be queried", code="GPU_UNAVAILABLE")]
+        return _unreadable(unavailable_reason or "GPUs could not be queried", expected_count, driver_version)
     checks: list[Check] = []
     if expected_count is not None:
         if len(gpus) == expected_count:
@@ -363,6 +388,32 @@ def evaluate(
     if xids is not None:
         checks.append(_xid_check(xids, xid_ignore))
     return checks
+
+
+def _unreadable(reason: str, expected_count: int | None, driver_version: str | None) -> list[Check]:
+    declared = []
+    if expected_count is not None:
+        declared.append(
+            failed(
+                "gpu_count",
+                f"{expected_count} GPUs declared, none could be read: {reason}",
+                value=0,
+                threshold=expected_count,
+                code="GPU_MISSING",
+            )
+        )
+    if driver_version:
+        declared.append(
+            failed(
+                "driver",
+                f"driver {driver_version} pinned, none answers: {reason}",
+                threshold=driver_version,
+                code="DRIVER_MISSING",
+            )
+        )
+    if declared:
+        return declared
+    return [unavailable("gpu_query", f"{reason}: nothing to check, and no GPU declared here", code="GPU_UNAVAILABLE")]
 
 
 def _gpu_checks(
@@ -411,11 +462,12 @@ def _gpu_checks(
             )
         )
     unc = gpu.get("ecc_uncorrected_volatile")
-    out.append(
-        missing("ecc_uncorrected", "ECC")
-        if unc is None
-        else at_most(f"{g}.ecc_uncorrected", unc, 0, "errors", "uncorrectable ECC errors since driver load")
-    )
+    if unc is not None:
+        out.append(at_most(f"{g}.ecc_uncorrected", unc, 0, "errors", "uncorrectable ECC errors since driver load"))
+    elif gpu.get("ecc_supported") is False:
+        out.append(not_applicable(f"{g}.ecc_uncorrected", f"no ECC on this GPU, or ECC turned off ({gpu.get('name')})"))
+    else:
+        out.append(missing("ecc_uncorrected", "ECC"))
     corr = gpu.get("ecc_corrected_volatile")
     if corr is not None:
         out.append(at_most(f"{g}.ecc_corrected", corr, ecc_corrected_max, "errors", "correctable ECC errors"))
@@ -648,6 +700,7 @@ def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "ecc_corrected_volatile": get(
                     "nvmlDeviceGetTotalEccErrors", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC
                 ),
+                "ecc_supported": _nvml_ecc_supported(nvml, h),
                 "retired_pending": None,
                 "retired_sbe": None,
                 "retired_dbe": None,
@@ -665,6 +718,17 @@ def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         return gpus, {"driver_version": driver}
     finally:
         nvml.nvmlShutdown()
+
+
+def _nvml_ecc_supported(nvml: Any, handle: Any) -> bool | None:
+    """ECC enabled (True), not supported or off (False), or unknown (None), through NVML."""
+    try:
+        current, _pending = nvml.nvmlDeviceGetEccMode(handle)
+    except getattr(nvml, "NVMLError_NotSupported", ()):
+        return False
+    except nvml.NVMLError:
+        return None
+    return bool(current)
 
 
 def _decode(value: Any) -> Any:

@@ -10,7 +10,7 @@ import html
 import math
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import SEVERITY
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY
 
 NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
 CLUSTER_SECTIONS = ("consistency", "collective")
@@ -43,8 +43,10 @@ VERDICTS = {
     "warn": "Degraded: see the warnings",
     "fail": "Failing: see what failed",
 }
-# Sections that a skipped task leaves behind, and sections never run, are not judged.
-NOT_JUDGED = ("skipped", "not run")
+# Sections that a skipped task leaves behind, sections never run, and checks that do not apply
+# to the hardware (n/a) are not judged.
+NOT_JUDGED = ("skipped", "not run", NOT_APPLICABLE)
+COUNTED = ("pass", "warn", "fail", "unavailable", NOT_APPLICABLE)
 
 
 def worst(statuses: list[str], default: str = "pass") -> str:
@@ -125,7 +127,7 @@ def build(
     verdict = worst(statuses, default="unavailable")
     failures.sort(key=lambda f: (-SEVERITY[f["status"]], f["node"], f["section"]))
     collective = cluster.get("collective") or {}
-    counts = {s: 0 for s in ("pass", "warn", "fail", "unavailable")}
+    counts = dict.fromkeys(COUNTED, 0)
     for sec in [*cluster_sections.values(), *(s for n in report_nodes.values() for s in n["sections"].values())]:
         for c in sec["checks"]:
             counts[c["status"]] += 1
@@ -163,6 +165,7 @@ COLOURS = {
     "warn": "#b35900",
     "fail": "#c62828",
     "unavailable": "#6e7781",
+    NOT_APPLICABLE: "#afb8c1",
     "skipped": "#afb8c1",
     "not run": "#afb8c1",
 }
@@ -324,12 +327,8 @@ def _busbw_series(report: dict[str, Any]) -> dict[str, list[tuple[float, float]]
         name = f"torch {result.get('backend')} all-reduce, {result.get('world_size')} workers"
         series[name] = [(r["bytes"], r["busbw_gbs"]) for r in result["allreduce"]]
     for host, nccl in sorted((report.get("nccl") or {}).items()):
-        rows = (nccl or {}).get("rows") or []
-        points = []
-        for row in rows:
-            halves = [h for h in (row.get("out_of_place"), row.get("in_place")) if h]
-            if halves:
-                points.append((row["size"], max(h["busbw"] for h in halves)))
+        # Rows as NcclResult.as_dict writes them: busbw is the better of out-of-place and in-place.
+        points = [(row["size"], row["busbw"]) for row in (nccl or {}).get("rows") or []]
         if points:
             series[f"nccl-tests {nccl.get('collective') or ''} {host}".replace("  ", " ")] = points
     return series
@@ -345,7 +344,8 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
         f"<h1>{_e(report['title'])}</h1><div class='muted'>Generated {_e(report['generated'])}</div>",
         f"<div class='verdict' id='verdict' data-status='{_e(verdict)}' style='background:{COLOURS[verdict]}'>",
         f"<b>{_e(report['verdict_text'])}</b>{counts['pass']} passed, {counts['warn']} warnings, "
-        f"{counts['fail']} failed, {counts['unavailable']} could not run</div>",
+        f"{counts['fail']} failed, {counts['unavailable']} could not run, "
+        f"{counts[NOT_APPLICABLE]} do not apply to this hardware</div>",
     ]
     parts.append("<h2>What failed, and what to check next</h2><div class='card'>")
     if report["failures"]:

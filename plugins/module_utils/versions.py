@@ -11,6 +11,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check
 COMPONENTS = ("os", "kernel", "driver", "cuda", "nccl", "slurm")
 
 _DRIVER = re.compile(r"Kernel Module(?: for x86_64)?\s+(\d+\.\d+(?:\.\d+)?)")
+_SMI_DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 _NVCC = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 _SLURM = re.compile(r"^slurm(?:-wlm)? (\S+)")
 
@@ -19,6 +20,12 @@ def parse_driver_proc(text: str) -> str | None:
     """/proc/driver/nvidia/version -> '550.127.05'."""
     m = _DRIVER.search(text)
     return m.group(1) if m else None
+
+
+def parse_smi_driver(text: str) -> str | None:
+    """`nvidia-smi --query-gpu=driver_version --format=csv,noheader` -> '550.127.05' (one line per GPU)."""
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return first if _SMI_DRIVER.match(first) else None
 
 
 def parse_nvcc(text: str) -> str | None:
@@ -58,33 +65,41 @@ def odd_ones_out(values: dict[str, str]) -> tuple[str, list[str]]:
     return majority, sorted(h for h, v in values.items() if v != majority)
 
 
-def compare(versions: dict[str, dict[str, Any]], components: tuple[str, ...] = COMPONENTS) -> list[Check]:
+def compare(
+    versions: dict[str, dict[str, Any]],
+    components: tuple[str, ...] = COMPONENTS,
+    required: dict[str, list[str]] | None = None,
+) -> list[Check]:
     """One record per component: pass when every node that has it runs the same version.
 
-    A node without a component (no GPU driver on the management node) is not a mismatch;
-    a component no node has is reported unavailable.
+    A node without a component (no GPU driver on the management node) is not a mismatch, unless
+    `required` (host -> components) says it must have it (a node declared with GPUs needs a
+    driver): then its absence fails. A component no node has, and none must, is unavailable.
     """
+    required = required or {}
     records = []
     for component in components:
         present = {host: str(v[component]) for host, v in versions.items() if v.get(component) not in (None, "")}
         missing = sorted(h for h in versions if h not in present)
-        if not present:
+        lacking = [f"{h} reports none, though it must have one" for h in missing if component in required.get(h, ())]
+        if not present and not lacking:
             records.append(unavailable(f"consistency.{component}", f"no node reports a {component} version"))
             continue
-        majority, odd = odd_ones_out(present)
-        if not odd:
+        majority, odd = odd_ones_out(present) if present else (None, [])
+        if not odd and not lacking:
             note = f" (not installed on {', '.join(missing)})" if missing else ""
             records.append(
                 passed(f"consistency.{component}", f"{len(present)} nodes run {majority}{note}", value=majority)
             )
             continue
+        others = f"; the others run {majority}" if present else f"; no node reports a {component} version"
         records.append(
             failed(
                 f"consistency.{component}",
-                f"{'; '.join(f'{h} runs {present[h]}' for h in odd)}; the others run {majority}",
+                "; ".join([*(f"{h} runs {present[h]}" for h in odd), *lacking]) + others,
                 value={h: v for h, v in sorted(present.items())},
                 threshold=majority,
-                code="VERSION_MISMATCH",
+                code="VERSION_MISMATCH" if odd else "VERSION_MISSING",
             )
         )
     return records

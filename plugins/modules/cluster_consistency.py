@@ -11,7 +11,8 @@ description:
   - With I(versions) unset, reads this node's versions (C(collect)); run it on every node and register the result.
   - With I(versions) (host to versions, from the registered results), compares them and names the odd node and
     its version for each component (C(compare)); run it once.
-  - A component a node does not have (no driver on the management node) is not a mismatch.
+  - A component a node does not have (no driver on the management node) is not a mismatch, unless I(required)
+    says the node must have it.
 version_added: 0.1.0
 author: gpulab developers
 options:
@@ -24,6 +25,12 @@ options:
     elements: str
     choices: [os, kernel, driver, cuda, nccl, slurm]
     default: [os, kernel, driver, cuda, nccl, slurm]
+  required:
+    description:
+      - Host name to the components it must report (C(driver) on a node declared with GPUs). Such a node
+        without one fails instead of being left out of the comparison.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpulab.cluster.checks
 """
@@ -121,7 +128,9 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
     return {
         "os": _os_release(),
         "kernel": platform.release(),
-        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version")),
+        # The loaded kernel module; nvidia-smi where /proc does not show it (a container with the GPUs passed in).
+        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version"))
+        or v.parse_smi_driver(run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")),
         "cuda": cuda,
         "nccl": nccl,
         "slurm": v.parse_slurm(run("slurmd", "-V")),
@@ -133,6 +142,7 @@ def main() -> None:
         argument_spec=dict(
             versions=dict(type="dict"),
             components=dict(type="list", elements="str", choices=list(v.COMPONENTS), default=list(v.COMPONENTS)),
+            required=dict(type="dict", default={}),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
         ),
         supports_check_mode=True,
@@ -145,7 +155,11 @@ def main() -> None:
     bad = sorted(h for h, d in versions.items() if not isinstance(d, dict))
     if bad:
         module.fail_json(msg=f"versions of {', '.join(bad)} are not a mapping of component to version")
-    records = v.compare(versions, tuple(module.params["components"]))
+    required = module.params["required"]
+    bad = sorted(h for h, c in required.items() if not isinstance(c, list) or not set(c) <= set(v.COMPONENTS))
+    if bad:
+        module.fail_json(msg=f"required of {', '.join(bad)} must be a list of: {', '.join(v.COMPONENTS)}")
+    records = v.compare(versions, tuple(module.params["components"]), required)
     exit_with_records(module, records)
 
 

@@ -14,9 +14,11 @@ description:
     correctable ECC, row remap pending/failure/count, retired pages, active clock slowdown reasons, PCIe link
     width (and generation when asked), persistence mode, temperature margin to slowdown, power draw against the
     limit, NVLink links, XID errors (application XIDs excluded)."
-  - A node without the driver, the tools or a GPU gets C(unavailable) records that say what was missing; that
-    is never reported as a hardware fault. C(nvidia-smi) exit codes 14 and 15 (infoROM corrupted, GPU fallen
-    off the bus) are faults.
+  - A node without the driver, the tools or a GPU gets an C(unavailable) record that says what was missing,
+    unless I(expected_count) or I(driver_version) declares GPUs there; then it C(fail)s, naming what is
+    missing. C(nvidia-smi) exit codes 14 and 15 (infoROM corrupted, GPU fallen off the bus) are faults.
+  - Checks that do not apply to the GPU (ECC on a GeForce card, or with ECC turned off) are C(n/a), which never
+    changes the verdict.
 version_added: 0.1.0
 author: gpulab developers
 options:
@@ -26,13 +28,13 @@ options:
     choices: [auto, nvml, csv, xml]
     default: auto
   expected_count:
-    description: Number of GPUs the node must have (at least 1).
+    description: Number of GPUs the node must have (at least 1). A node where none can be read then fails.
     type: int
   expected_model:
     description: Text the GPU name must contain, for example C(RTX 4090).
     type: str
   driver_version:
-    description: The pinned driver; C(550) matches C(550.127.05).
+    description: The pinned driver; C(550) matches C(550.127.05). A node where no driver answers then fails.
     type: str
   ecc_corrected_max:
     description: Correctable ECC errors since driver load above which the GPU fails.
@@ -94,7 +96,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 status:
-  description: Worst status among the checks (pass, unavailable, warn, fail).
+  description: Worst status among the checks (n/a, pass, unavailable, warn, fail).
   returned: always
   type: str
   sample: pass
@@ -285,7 +287,7 @@ def main() -> None:
         nvlink=nvlink,
         xids=xids,
         xid_ignore=tuple(p["xid_ignore"]),
-        unavailable_reason="; ".join(reasons) + ": nothing to check on this node (no NVIDIA driver or GPU)",
+        unavailable_reason="; ".join(reasons),
     )
     if fault is not None:  # nvidia-smi said the hardware is broken: that, not "unavailable"
         records = [fault]

@@ -74,7 +74,10 @@ options:
     type: int
     default: 268435456
   rdma_expected:
-    description: Warn when NCCL used TCP sockets (needs C(NCCL_DEBUG=INFO) in the output).
+    description:
+      - Warn when NCCL used TCP sockets. Seeing the transport needs C(NCCL_DEBUG=INFO) lines, so a run this
+        module starts gets C(NCCL_DEBUG=INFO) unless I(env) sets C(NCCL_DEBUG); saved output without those
+        lines leaves the transport C(unavailable).
     type: bool
     default: false
   timeout:
@@ -106,7 +109,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 status:
-  description: Worst status among the checks (pass, unavailable, warn, fail).
+  description: Worst status among the checks (n/a, pass, unavailable, warn, fail).
   returned: always
   type: str
   sample: pass
@@ -215,16 +218,11 @@ def main() -> None:
                 code="NCCL_TESTS_MISSING",
             )
             exit_with_records(module, [record])
-        cmd = build_command(
-            p["test"],
-            p["tests_dir"],
-            p["args"],
-            p["launcher"],
-            p["hosts"],
-            p["gpus_per_host"],
-            {k: str(v) for k, v in p["env"].items()},
-        )
-        run_env = {k: str(v) for k, v in p["env"].items()} if p["launcher"] == "local" else {}
+        env = {k: str(v) for k, v in p["env"].items()}
+        if p["rdma_expected"]:
+            env.setdefault("NCCL_DEBUG", "INFO")  # the transport line ("Using network IB") comes at INFO
+        cmd = build_command(p["test"], p["tests_dir"], p["args"], p["launcher"], p["hosts"], p["gpus_per_host"], env)
+        run_env = env if p["launcher"] == "local" else {}
         rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=run_env)
         text = out + ("\n" + err if err else "")
         extra["cmd"] = cmd

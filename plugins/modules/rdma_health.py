@@ -18,10 +18,12 @@ version_added: 0.1.0
 author: gpulab developers
 options:
   fabric:
-    description: What the plan says the fabric is; C(roce) expects Ethernet ports, C(infiniband) InfiniBand ports.
+    description:
+      - What the plan declares the fabric is; C(roce) expects Ethernet ports, C(infiniband) InfiniBand ports.
+      - Declared, a node without an RDMA device fails. Left out, such a node is C(unavailable) (nothing to
+        check) and ports are judged as RoCE.
     type: str
     choices: [roce, infiniband]
-    default: roce
   device:
     description: Only this RDMA device (C(mlx5_0), C(rxe0)); all devices when unset.
     type: str
@@ -97,8 +99,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils import rdma
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils import plan, rdma
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 
 SYS_INFINIBAND = "/sys/class/infiniband"
 
@@ -192,14 +194,14 @@ def _qos(module: AnsibleModule, netdev: str) -> tuple[list | None, dict | None, 
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
-            fabric=dict(type="str", choices=["roce", "infiniband"], default="roce"),
+            fabric=dict(type="str", choices=["roce", "infiniband"]),
             device=dict(type="str"),
             netdev=dict(type="str"),
             min_active_mtu=dict(type="int", default=4096),
             min_rate_gbps=dict(type="float"),
             check_qos=dict(type="bool", default=True),
-            pfc_priority=dict(type="int", default=3),
-            roce_dscp=dict(type="int", default=26),
+            pfc_priority=dict(type="int", default=plan.ROCE_PFC_PRIORITY),
+            roce_dscp=dict(type="int", default=plan.ROCE_DSCP),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
         ),
         supports_check_mode=True,
@@ -217,16 +219,20 @@ def main() -> None:
     ports = read_ports(p["device"]) if os.path.isdir(SYS_INFINIBAND) else []
     if not ports:
         what = f"RDMA device {p['device']}" if p["device"] else "RDMA device"
-        record = unavailable(
-            "rdma_devices",
+        found = (
             f"no {what} on {os.uname().nodename} ({SYS_INFINIBAND} is empty or missing): load the NIC's RDMA "
-            "driver (mlx5_ib) or set up Soft-RoCE",
-            code="RDMA_NO_DEVICE",
+            "driver (mlx5_ib) or set up Soft-RoCE"
+        )
+        # A fabric the plan declares must be there; without a declaration there is only nothing to check.
+        record = (
+            failed("rdma_devices", f"the plan's fabric is {p['fabric']}, but {found}", code="RDMA_NO_DEVICE")
+            if p["fabric"]
+            else unavailable("rdma_devices", found, code="RDMA_NO_DEVICE")
         )
         exit_with_records(module, [record], ports=[], gid_index=None)
 
     mtus = _active_mtus(module)
-    link_layer = "Ethernet" if p["fabric"] == "roce" else "InfiniBand"
+    link_layer = "InfiniBand" if p["fabric"] == "infiniband" else "Ethernet"
     records = []
     for port in ports:
         port["active_mtu"] = mtus.get(port["device"], {}).get(port["port"], {}).get("active_mtu")
@@ -235,7 +241,7 @@ def main() -> None:
         )
 
     gid_index = None
-    if p["fabric"] == "roce":
+    if p["fabric"] != "infiniband":
         gid = rdma.roce_v2_gid([g for port in ports for g in port["gids"]], p["netdev"])
         records.append(rdma.evaluate_gid(gid, p["netdev"]))
         gid_index = gid["index"] if gid else None

@@ -20,12 +20,12 @@ def report():
 
 @pytest.fixture(scope="session")
 def browser():
-    """Run headless Chromium (in a container) on the latest report; returns a function of its arguments."""
+    """Run headless Chromium (in a container) on a report (the latest unless report_dir is given);
+    returns a function of its arguments."""
     subprocess.run([str(ROOT / "tests" / "images" / "build-browser.sh")], check=True)
-    report_dir = LATEST.resolve()
 
-    def run(*args, out_dir=None):
-        mounts = ["-v", f"{report_dir}:/report:ro"]
+    def run(*args, out_dir=None, report_dir=LATEST):
+        mounts = ["-v", f"{Path(report_dir).resolve()}:/report:ro"]
         if out_dir:
             mounts += ["-v", f"{out_dir}:/out"]
         cmd = ["docker", "run", "--rm", *mounts, BROWSER_IMAGE, "chromium", "--headless", "--no-sandbox"]

@@ -32,6 +32,13 @@ def validate(extra_vars):
         ({"gpulab_gpu_count": 0}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0"),
         ({"validate_net_min_gbps": -1}, "validate_net_min_gbps must be greater than 0, got -1"),
         ({"validate_efficiency_healthy": -1}, "validate_efficiency_healthy must be in (0, 1], got -1"),
+        ({"validate_net_min_ratio": 1.2}, "validate_net_min_ratio must be in (0, 1], got 1.2"),
+        ({"validate_bench_hosts": ["mgmt1"]}, "validate_bench_hosts names host(s) outside the compute group: mgmt1"),
+        ({"gpulab_gpu_count": 1.5}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 1.5"),
+        (
+            {"validate_net_line_rate_gbps": 10, "validate_bench_min_busbw_gbs": 2},
+            "validate_bench_min_busbw_gbs (2 GB/s) is above what the line rate of 10 Gbit/s allows (1.25 GB/s)",
+        ),
     ],
 )
 def test_bad_settings_are_refused_with_a_message(extra_vars, message):

@@ -147,13 +147,17 @@ def test_an_administrators_drain_is_left_alone(ctl, node):
 
 
 FAKE_SMI = r"""#!/bin/bash
-# Test stand-in: nvidia-smi -L lists both GPUs (the node check is content), the query sees one.
+# Test stand-in: nvidia-smi -L lists both GPUs (the node check is content); the health query answers
+# with the GPUs in /usr/local/share/gpulab-query.csv, the version query with their driver.
 case "$*" in
   -L) printf 'GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)\nGPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)\n' ;;
-  *--query-gpu=*) head -n 1 /usr/local/share/gpulab-query.csv ;;
+  *--query-gpu=driver_version*) cut -d, -f5 /usr/local/share/gpulab-query.csv | tr -d ' ' ;;
+  *--query-gpu=*) cat /usr/local/share/gpulab-query.csv ;;
 esac
 """
 ROOT = SCENARIO.parents[1]
+# Two healthy GeForce GPUs as nvidia-smi reports them (no ECC: n/a, which passes).
+TWO_GPUS = (ROOT / "tests/unit/fixtures/nvidia_smi/query_rtx4090_550.csv").read_text()
 
 
 def validate(ansible_playbook, tmp_path):
@@ -161,15 +165,32 @@ def validate(ansible_playbook, tmp_path):
     return ansible_playbook("playbooks/validate.yml", "--skip-tags", "validate_long", "-e", json.dumps(settings))
 
 
-def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_playbook, ctl, node, tmp_path):
-    gpu2 = node("slurm-gpu2")
-    csv = (ROOT / "tests/unit/fixtures/nvidia_smi/query_rtx4090_550.csv").read_text()
-    gpu2.check_output(f"printf %s {shlex.quote(csv)} > /usr/local/share/gpulab-query.csv")
+def fake_gpus(host, csv):
+    """Give a compute node (declared with 2 GPUs) a stand-in nvidia-smi that reports the GPUs of csv."""
+    host.check_output(f"printf %s {shlex.quote(csv)} > /usr/local/share/gpulab-query.csv")
     # Into place in one rename: the node check must never see a half-written nvidia-smi.
     tmp = "/usr/local/bin/.nvidia-smi.new"
-    gpu2.check_output(
+    host.check_output(
         f"printf %s {shlex.quote(FAKE_SMI)} > {tmp} && chmod 755 {tmp} && mv {tmp} /usr/local/bin/nvidia-smi"
     )
+
+
+def test_declared_gpus_that_cannot_be_found_fail_validation(ansible_playbook, ctl, node, tmp_path):
+    # The compute nodes declare gpulab_gpu_count: 2 and have no driver: that is a failure, not "unavailable".
+    run = validate(ansible_playbook, tmp_path)
+    assert run.returncode == 2, run.stdout[-3000:]
+    for name in COMPUTE:
+        assert f"{name} gpu_count: 2 GPUs declared, none could be read" in run.stdout
+        state, reason = node_state(ctl, name)
+        assert "DRAIN" in state and reason.startswith("gpulab: validate: gpu_count"), (name, state, reason)
+    for name in COMPUTE:  # back to the healthy state the next tests start from
+        ctl.check_output(f"scontrol update NodeName={name} State=RESUME")
+
+
+def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_playbook, ctl, node, tmp_path):
+    gpu1, gpu2 = node("slurm-gpu1"), node("slurm-gpu2")
+    fake_gpus(gpu1, TWO_GPUS)
+    fake_gpus(gpu2, TWO_GPUS.splitlines(keepends=True)[0])  # the query sees one GPU of the two
     try:
         run = validate(ansible_playbook, tmp_path)
         assert run.returncode == 2, run.stdout[-3000:]
@@ -181,11 +202,21 @@ def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_play
         check = node_check_now(ctl, gpu2)
         assert check.rc == 0, check.stdout + check.stderr
         assert node_state(ctl, "slurm-gpu2")[1].startswith("gpulab: validate: gpu_count")
+        fake_gpus(gpu2, TWO_GPUS)  # both GPUs back
+        run = validate(ansible_playbook, tmp_path)
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert wait_for(lambda: node_state(ctl, "slurm-gpu2") == ("IDLE", ""), 30), node_state(ctl, "slurm-gpu2")
+        report = json.loads((tmp_path / "latest" / "report.json").read_text())
+        gpu = report["nodes"]["slurm-gpu1"]["sections"]["gpu"]
+        assert gpu["status"] == "pass"
+        assert {c["status"] for c in gpu["checks"] if "ecc" in c["check"]} == {"n/a"}  # GeForce: no ECC
+        assert (
+            report["cluster"]["consistency"]["checks"][2]["message"]
+            == "2 nodes run 550.127.05 (not installed on slurm-gpu3, slurm-mgmt)"
+        )
     finally:
-        gpu2.check_output("rm -f /usr/local/bin/nvidia-smi /usr/local/share/gpulab-query.csv")
-    run = validate(ansible_playbook, tmp_path)
-    assert run.returncode == 0, run.stdout[-3000:]
-    assert wait_for(lambda: node_state(ctl, "slurm-gpu2") == ("IDLE", ""), 30), node_state(ctl, "slurm-gpu2")
+        for host in (gpu1, gpu2):
+            host.check_output("rm -f /usr/local/bin/nvidia-smi /usr/local/share/gpulab-query.csv")
 
 
 def test_config_change_restarts_only_what_it_must(ansible_playbook, ctl, node):

@@ -34,12 +34,25 @@ def test_unknown_host_zero_gpus_and_negative_threshold():
 
 def test_types_and_ranges():
     settings = dict(GOOD, net_hosts="gpu1", net_min_ratio=1.5, net_streams=True, fail_on="sometimes")
-    assert validate_problems(settings, HOSTS, {}) == [
+    assert validate_problems(settings, HOSTS, {"gpu1": None, "gpu2": None}) == [
         "validate_net_hosts must be a list of inventory hosts, got 'gpu1'",
         "validate_net_min_ratio must be in (0, 1], got 1.5",
         "validate_net_streams must be greater than 0, got True",
         "validate_fail_on must be one of fail, warn, never, got 'sometimes'",
     ]
+
+
+def test_thresholds_above_the_line_rate_and_benchmarks_off_the_compute_nodes():
+    settings = dict(GOOD, bench_hosts=["gpu1", "mgmt1"], net_min_gbps=120, bench_min_busbw_gbs=12.6)
+    assert validate_problems(settings, HOSTS, {"gpu1": 2, "gpu2": None}) == [
+        "validate_bench_hosts names host(s) outside the compute group: mgmt1",
+        "validate_net_min_gbps (120 Gbit/s) is above what the line rate of 100 Gbit/s allows (100 Gbit/s): "
+        "no link could pass",
+        "validate_bench_min_busbw_gbs (12.6 GB/s) is above what the line rate of 100 Gbit/s allows (12.5 GB/s): "
+        "no link could pass",
+    ]
+    good = dict(GOOD, net_min_gbps=100, bench_min_busbw_gbs=12.5)
+    assert validate_problems(good, HOSTS, {"gpu1": 2, "gpu2": None}) == []
 
 
 def test_filter_reads_gpu_counts_from_hostvars():

@@ -4,6 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import overall
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
 
@@ -45,25 +46,54 @@ def test_csv_geforce_with_na_fields():
         "ecc_uncorrected_volatile": None,
         "ecc_uncorrected_aggregate": None,
         "ecc_corrected_volatile": None,
+        "ecc_supported": False,
         "retired_pending": None,
         "retired_sbe": None,
         "retired_dbe": None,
     }
 
 
-def test_geforce_is_healthy_and_ecc_is_unavailable_not_failed():
+def test_geforce_is_healthy_and_ecc_does_not_apply():
     gpus = smi.parse_query_csv(read("query_rtx4090_550.csv"))
     checks = by_check(
         smi.evaluate(gpus, source="nvidia-smi", expected_count=2, expected_model="RTX 4090", driver_version="550")
     )
     assert checks["gpu_count"].status == "pass"
-    assert checks["gpu0.ecc_uncorrected"].status == "unavailable"
-    assert checks["gpu0.ecc_uncorrected"].message == "ECC not reported by this GPU (NVIDIA GeForce RTX 4090)"
+    assert checks["gpu0.ecc_uncorrected"].status == "n/a"
+    assert checks["gpu0.ecc_uncorrected"].message == "no ECC on this GPU, or ECC turned off (NVIDIA GeForce RTX 4090)"
     assert checks["gpu1.driver"].status == "pass"
     assert checks["gpu0.throttle"].message == "no slowdown (gpu_idle)"
     # Idle GPUs drop to PCIe gen 1: generation is judged only when asked (under load).
     assert "gpu0.pcie_gen" not in checks
-    assert {r.status for r in checks.values()} == {"pass", "unavailable"}
+    assert {r.status for r in checks.values()} == {"pass", "n/a"}
+    assert overall(list(checks.values())) == "pass"
+
+
+@pytest.mark.parametrize(
+    ("cell", "status"),
+    [("[Not Supported]", "n/a"), ("[Unknown Error]", "unavailable"), ("[Insufficient Permissions]", "unavailable")],
+)
+def test_ecc_that_could_not_be_read_is_unavailable_not_absent(cell, status):
+    line = read("query_rtx4090_550.csv").splitlines()[0]
+    cells = line.split(", ")
+    cells[14] = cell  # ecc.errors.uncorrected.volatile.total
+    (gpu,) = smi.parse_query_csv(", ".join(cells))
+    assert by_check(smi.evaluate([gpu], source="nvidia-smi"))["gpu0.ecc_uncorrected"].status == status
+
+
+def test_declared_gpus_that_cannot_be_read_fail():
+    reason = "nvidia-smi exited 9: the NVIDIA driver is not loaded"
+    (count,) = smi.evaluate(None, source="nvidia-smi", expected_count=4, unavailable_reason=reason)
+    assert (count.check, count.status, count.code, count.value, count.threshold) == (
+        "gpu_count",
+        "fail",
+        "GPU_MISSING",
+        0,
+        4,
+    )
+    assert count.message == f"4 GPUs declared, none could be read: {reason}"
+    (driver,) = smi.evaluate(None, source="nvidia-smi", driver_version="550", unavailable_reason=reason)
+    assert (driver.check, driver.status, driver.code) == ("driver", "fail", "DRIVER_MISSING")
 
 
 def test_csv_recorded_h200_580():
@@ -194,7 +224,7 @@ def test_unreadable_gpus_are_unavailable():
     assert (check.check, check.status, check.message) == (
         "gpu_query",
         "unavailable",
-        "nvidia-smi: the NVIDIA driver is not loaded",
+        "nvidia-smi: the NVIDIA driver is not loaded: nothing to check, and no GPU declared here",
     )
 
 
@@ -292,6 +322,25 @@ class FakeNvml:
     def nvmlDeviceGetRemappedRows(self, h):
         return (2, 0, 1, 0)
 
+    def nvmlDeviceGetEccMode(self, h):
+        return (1, 1)
+
+
+class FakeGeForceNvml(FakeNvml):
+    """pynvml raises NVMLError_NotSupported (a subclass of NVMLError) for ECC on GeForce."""
+
+    class NVMLError_NotSupported(FakeNvml.NVMLError):  # noqa: N801 - pynvml's name
+        pass
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA GeForce RTX 4090"
+
+    def nvmlDeviceGetEccMode(self, h):
+        raise self.NVMLError_NotSupported()
+
+    def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
+        raise self.NVMLError_NotSupported()
+
 
 def test_nvml_collector():
     nvml = FakeNvml()
@@ -310,3 +359,9 @@ def test_nvml_collector():
     checks = by_check(smi.evaluate(gpus, source="nvml", expected_count=1))
     assert checks["gpu0.row_remap"].code == "ROW_REMAP_PENDING"
     assert checks["gpu0.ecc_corrected"].value == 5
+
+
+def test_nvml_geforce_has_no_ecc_to_check():
+    (gpu,) = smi.collect_nvml(FakeGeForceNvml())[0]
+    assert (gpu["ecc_supported"], gpu["ecc_uncorrected_volatile"]) == (False, None)
+    assert by_check(smi.evaluate([gpu], source="nvml"))["gpu0.ecc_uncorrected"].status == "n/a"

@@ -1,9 +1,11 @@
 import json
 from pathlib import Path
 
-from ansible_collections.gpulab.cluster.plugins.module_utils import collective, report
+from ansible_collections.gpulab.cluster.plugins.module_utils import collective, nccl_tests, report
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import not_applicable, passed
 
-RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "collective" / "gloo-2nodes-cpu.json"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+RECORDED = FIXTURES / "collective" / "gloo-2nodes-cpu.json"
 
 
 def rec(check, status, message="m", **kw):
@@ -74,7 +76,7 @@ def test_build_gives_one_verdict_and_orders_failures():
     assert data["cluster"]["consistency"]["status"] == "pass"  # os passed; no driver anywhere is not a fault
     assert data["network_matrix"] == {"gpu1": {"gpu2": 9.3}, "gpu2": {"gpu1": None}}
     assert data["network_min_gbps"] == 5.0
-    assert data["counts"] == {"pass": 6, "warn": 0, "fail": 4, "unavailable": 2}
+    assert data["counts"] == {"pass": 6, "warn": 0, "fail": 4, "unavailable": 2, "n/a": 0}
     json.dumps(data)  # the report is plain JSON
 
 
@@ -102,3 +104,24 @@ def test_html_is_self_contained_and_escaped():
 def test_empty_charts_say_so():
     page = report.render_html(report.build({"gpu1": {"reached": True}}, {}, "t"))
     assert "No measurements to plot." in page and "No bandwidth measured" in page and "Scaling not measured" in page
+
+
+def test_the_chart_plots_what_the_nccl_parser_returns():
+    # The contract between parser, module and report: nccl_test returns result=NcclResult.as_dict().
+    parsed = nccl_tests.parse_text((FIXTURES / "nccl" / "current_2node_roce_pass.txt").read_text())
+    checks = [c.as_dict() for c in nccl_tests.evaluate(parsed, rc=0, expected=12.0)]
+    nodes = {"gpu1": {"reached": True, "nccl": {"checks": checks, "result": parsed.as_dict()}}}
+    data = report.build(nodes, {}, "t")
+    series = report._busbw_series(data)
+    assert series == {"nccl-tests all_reduce gpu1": [(r.size, r.best_busbw) for r in parsed.rows]}
+    assert report.render_html(data).count("<polyline") == 1
+
+
+def test_not_applicable_never_changes_a_verdict():
+    geforce = [passed("gpu0.temperature", "34 C").as_dict(), not_applicable("gpu0.ecc_uncorrected", "no ECC").as_dict()]
+    data = report.build({"gpu1": {"reached": True, "gpu": {"checks": geforce}}}, {}, "t")
+    assert (data["verdict"], data["verdict_text"]) == ("pass", "Healthy")
+    assert data["counts"]["n/a"] == 1 and data["failures"] == []
+    only_na = {"gpu1": {"reached": True, "gpu": {"checks": geforce[1:]}}}
+    assert report.build(only_na, {"consistency": {"checks": [rec("consistency.os", "pass")]}}, "t")["verdict"] == "pass"
+    assert "1 do not apply to this hardware" in report.render_html(data)

@@ -21,6 +21,9 @@ def test_parsers():
     assert v.parse_driver_proc(PROC_DRIVER_OPEN) == "560.35.03"
     assert v.parse_driver_proc("") is None
     assert v.parse_nvcc(NVCC) == "12.4.131"
+    assert v.parse_smi_driver("550.127.05\n550.127.05\n") == "550.127.05"
+    assert v.parse_smi_driver("Failed to initialize NVML: Driver/library version mismatch\n") is None
+    assert v.parse_smi_driver("") is None
     assert v.parse_slurm("slurm-wlm 22.05.8\n") == "22.05.8"
     assert v.parse_slurm("slurm 23.11.4\n") == "23.11.4"
     assert v.parse_dpkg_version("2.21.5-1+cuda12.4") == "2.21.5"
@@ -79,3 +82,18 @@ def test_component_nobody_has_is_unavailable():
 @pytest.mark.parametrize("components", [("os",), ("driver", "nccl")])
 def test_only_the_asked_components(components):
     assert [r.check for r in v.compare(nodes(), components)] == [f"consistency.{c}" for c in components]
+
+
+def test_a_node_that_must_have_a_driver_and_has_none_fails():
+    required = {"gpu1": ["driver"], "gpu2": ["driver"], "gpu3": ["driver"]}
+    checks = by_check(v.compare(nodes(gpu3={"driver": None}), required=required))
+    driver = checks["consistency.driver"]
+    assert (driver.status, driver.code) == ("fail", "VERSION_MISSING")
+    assert driver.message == "gpu3 reports none, though it must have one; the others run 550.127.05"
+    # The management node has no driver and none is required there: still not a mismatch.
+    assert "mgmt1" not in driver.message
+    nobody = by_check(
+        v.compare(nodes(gpu1={"driver": None}, gpu2={"driver": None}, gpu3={"driver": None}), ("driver",), required)
+    )
+    assert nobody["consistency.driver"].status == "fail"
+    assert nobody["consistency.driver"].message.endswith("; no node reports a driver version")

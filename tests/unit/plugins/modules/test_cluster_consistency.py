@@ -12,7 +12,7 @@ def test_compare_fails_naming_the_odd_node(run_module):
     assert result["msg"] == (
         "1 check(s) at or above 'fail': consistency.kernel: gpu2 runs 6.1.0-41-amd64; the others run 6.1.0-37-amd64"
     )
-    assert result["summary"] == {"pass": 1, "warn": 0, "fail": 1, "unavailable": 0}
+    assert result["summary"] == {"pass": 1, "warn": 0, "fail": 1, "unavailable": 0, "n/a": 0}
 
 
 def test_collect_reads_this_node(run_module, monkeypatch, tmp_path):
@@ -66,3 +66,13 @@ def test_collect_falls_back_to_the_linked_nccl(run_module, monkeypatch, tmp_path
     monkeypatch.setattr(cluster_consistency.ctypes, "CDLL", missing)
     result, failed = run_module(cluster_consistency.main, {}, check_mode=True)
     assert not failed and result["versions"]["nccl"] is None
+
+
+def test_required_components_are_checked(run_module):
+    versions = {"gpu1": {"driver": "550.127.05"}, "gpu2": {}}
+    result, failed = run_module(
+        cluster_consistency.main, {"versions": versions, "components": ["driver"], "required": {"gpu2": ["driver"]}}
+    )
+    assert failed and result["checks"][0]["code"] == "VERSION_MISSING"
+    result, failed = run_module(cluster_consistency.main, {"versions": versions, "required": {"gpu2": ["gpu"]}})
+    assert failed and result["msg"] == "required of gpu2 must be a list of: os, kernel, driver, cuda, nccl, slurm"

@@ -42,9 +42,9 @@ def node(monkeypatch):
     return n
 
 
-def test_no_driver_on_the_node_is_unavailable(run_module, node):
+def test_no_driver_on_a_node_without_declared_gpus_is_unavailable(run_module, node):
     node.bins = {}
-    result, failed = run_module(gpu_health.main, {"expected_count": 2}, run_command=node.run_command)
+    result, failed = run_module(gpu_health.main, {}, run_command=node.run_command)
     assert not failed
     assert result["status"] == "unavailable" and result["source"] == "none"
     assert result["checks"] == [
@@ -55,10 +55,33 @@ def test_no_driver_on_the_node_is_unavailable(run_module, node):
             "threshold": None,
             "unit": None,
             "code": "GPU_UNAVAILABLE",
-            "message": "nvidia-ml-py is not installed; nvidia-smi is not installed: nothing to check on this node "
-            "(no NVIDIA driver or GPU)",
+            "message": "nvidia-ml-py is not installed; nvidia-smi is not installed: nothing to check, "
+            "and no GPU declared here",
         }
     ]
+
+
+def test_no_driver_on_a_node_declared_with_gpus_fails(run_module, node):
+    node.bins = {}
+    result, failed = run_module(
+        gpu_health.main, {"expected_count": 2, "driver_version": "550"}, run_command=node.run_command
+    )
+    assert failed and result["status"] == "fail"
+    assert [(r["check"], r["status"], r["code"], r["message"]) for r in result["checks"]] == [
+        (
+            "gpu_count",
+            "fail",
+            "GPU_MISSING",
+            "2 GPUs declared, none could be read: nvidia-ml-py is not installed; nvidia-smi is not installed",
+        ),
+        (
+            "driver",
+            "fail",
+            "DRIVER_MISSING",
+            "driver 550 pinned, none answers: nvidia-ml-py is not installed; nvidia-smi is not installed",
+        ),
+    ]
+    assert result["msg"].startswith("2 check(s) at or above 'fail': gpu_count: 2 GPUs declared, none could be read")
 
 
 def test_driver_not_loaded_is_unavailable(run_module, node):
@@ -93,7 +116,8 @@ def test_healthy_geforce_node(run_module, node):
     assert not failed, result.get("msg")
     assert result["changed"] is False
     assert result["source"] == "nvidia-smi csv"
-    assert result["summary"] == {"pass": 17, "warn": 0, "fail": 0, "unavailable": 2}
+    assert result["status"] == "pass"  # GeForce has no ECC: n/a, which never lowers the verdict
+    assert result["summary"] == {"pass": 17, "warn": 0, "fail": 0, "unavailable": 0, "n/a": 2}
     checks = records(result)
     assert checks["nvlink"]["message"] == "no NVLink on this node"
     assert checks["xid"]["status"] == "pass"

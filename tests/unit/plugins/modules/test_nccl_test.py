@@ -94,6 +94,25 @@ def test_runs_the_binary_with_the_nccl_environment(run_module, tmp_path):
     assert records(result)["nccl_exit"]["status"] == "pass"
 
 
+def test_a_run_that_must_use_rdma_is_started_with_nccl_debug_info(run_module, tmp_path):
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    seen = []
+
+    def fake_run(module, cmd, environ_update=None, **kw):
+        seen.append(environ_update)
+        return 0, text("current_2node_roce_pass.txt"), ""
+
+    args = {"tests_dir": str(tmp_path), "expected_busbw": 12, "rdma_expected": True}
+    result, failed = run_module(nccl_test.main, dict(args, env={"NCCL_ALGO": "Ring"}), run_command=fake_run)
+    assert not failed
+    # This recorded run printed no INFO lines (its stand-in ignores NCCL_DEBUG): the transport stays unchecked.
+    assert records(result)["nccl_transport"]["status"] == "unavailable"
+    result, failed = run_module(nccl_test.main, dict(args, env={"NCCL_DEBUG": "WARN"}), run_command=fake_run)
+    assert seen == [{"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}, {"NCCL_DEBUG": "WARN"}]  # the operator's wins
+
+
 def test_garbage_output_is_a_clear_error(run_module):
     result, failed = run_module(nccl_test.main, {"output": "Segmentation fault (core dumped)\n"})
     assert failed

@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from ansible_collections.gpulab.cluster.plugins.modules import rdma_health
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rdma"
@@ -81,6 +83,49 @@ def test_no_rdma_device_is_unavailable_not_a_fault(run_module, monkeypatch, tmp_
     result, failed = run_module(rdma_health.main, {"fail_on": "warn"})
     assert not failed
     assert result["status"] == "unavailable" and result["checks"][0]["code"] == "RDMA_NO_DEVICE"
+
+
+def test_a_declared_fabric_without_a_device_fails(run_module, monkeypatch, tmp_path):
+    monkeypatch.setattr(rdma_health, "SYS_INFINIBAND", str(tmp_path / "missing"))
+    for fabric in ("roce", "infiniband"):
+        result, failed = run_module(rdma_health.main, {"fabric": fabric})
+        assert failed and result["status"] == "fail"
+        (record,) = result["checks"]
+        assert record["code"] == "RDMA_NO_DEVICE"
+        assert record["message"].startswith(f"the plan's fabric is {fabric}, but no RDMA device on ")
+
+
+def roce_node(monkeypatch, tmp_path, tool, outputs):
+    """A RoCE port on eth1 whose QoS reads come from `tool` (dcb or mlnx_qos) with the given fixtures."""
+    v4 = "0000:0000:0000:0000:0000:ffff:0a00:1415"
+    fake_port(tmp_path, "mlx5_0", gids=[(v4, "RoCE v2", "eth1")])
+    monkeypatch.setattr(rdma_health, "SYS_INFINIBAND", str(tmp_path))
+    monkeypatch.setattr(rdma_health.AnsibleModule, "get_bin_path", tools({tool: f"/sbin/{tool}"}))
+
+    def run(module, cmd, **kw):
+        if tool == "mlnx_qos":
+            return 0, (FIXTURES / outputs[0]).read_text(), ""
+        return 0, (FIXTURES / outputs[0 if cmd[2] == "pfc" else 1]).read_text(), ""
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("tool", "prio4", "prio3"),
+    [
+        ("dcb", ["dcb-pfc-prio4.json", "dcb-app-dscp-prio4.json"], ["dcb-pfc-prio3.json", "dcb-app-dscp.json"]),
+        ("mlnx_qos", ["mlnx_qos-dscp-pfc4.txt"], ["mlnx_qos-dscp-pfc3.txt"]),
+    ],
+)
+def test_pfc_and_dscp_are_held_to_the_plan(run_module, monkeypatch, tmp_path, tool, prio4, prio3):
+    plan = {"fabric": "roce", "pfc_priority": 4, "roce_dscp": 26, "fail_on": "never"}
+    result, _ = run_module(rdma_health.main, plan, run_command=roce_node(monkeypatch, tmp_path / "a", tool, prio4))
+    qos = {c["check"]: c["status"] for c in result["checks"] if c["check"] in ("pfc", "dscp")}
+    assert qos == {"pfc": "pass", "dscp": "pass"}, result["checks"]
+    result, _ = run_module(rdma_health.main, plan, run_command=roce_node(monkeypatch, tmp_path / "b", tool, prio3))
+    qos = {c["check"]: c["status"] for c in result["checks"] if c["check"] in ("pfc", "dscp")}
+    assert qos == {"pfc": "fail"}, result["checks"]  # PFC off on the plan's priority: DSCP is not looked at
+    assert "PFC is not enabled on priority 4" in result["checks"][-1]["message"]
 
 
 def test_bad_input_is_refused(run_module):

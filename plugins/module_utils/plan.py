@@ -1,0 +1,21 @@
+"""What the network plan (gpulab_network) leaves unsaid, written once for the filters and the modules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# RoCE: lossless PFC priority, the DSCP that maps to it, and the usual RoCE v2 IPv4 GID index.
+ROCE_PFC_PRIORITY = 3
+ROCE_DSCP = 26
+ROCE_GID_INDEX = 3
+
+
+def roce(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's roce section with the defaults filled in: {pfc_priority, dscp, gid_index}."""
+    given = plan.get("roce") or {}
+    return {
+        "pfc_priority": given.get("pfc_priority", ROCE_PFC_PRIORITY),
+        "dscp": given.get("dscp", ROCE_DSCP),
+        "gid_index": given.get("gid_index", ROCE_GID_INDEX),
+    }
