@@ -1,7 +1,8 @@
 #!/bin/bash
 # Record real nvidia-smi output and run the health modules on this machine's GPU.
 # Usage: tests/device/run.sh OUTDIR   (from the repository root; wheels for ansible-core in .whl/
-# when the machine has no ansible). Writes OUTDIR/gpu-check.tar.gz and OUTDIR/gpu-check.log.
+# when the machine has no ansible). Writes OUTDIR/gpu-check.tar.gz and OUTDIR/gpu-check.log, and
+# exits non-zero when any expected verdict of tests/device/gpu_check.yml does not hold.
 set -u
 out=${1:?output directory}
 work=$(mktemp -d)
@@ -47,7 +48,10 @@ cat "$rec/nvidia-smi.txt" "$rec/query.csv" "$rec/remapped_rows.csv"
 start=$(date +%s)
 branch=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)
 GPU_CHECK_BRANCH=$branch GPU_CHECK_OUT=$work timeout 420 ansible-playbook -i localhost, tests/device/gpu_check.yml -e ansible_python_interpreter="$(command -v python3)"
-echo "playbook rc $? in $(( $(date +%s) - start )) s"
+rc=$?
+echo "playbook rc $rc in $(( $(date +%s) - start )) s"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ("gpu_health_status","report_verdict","versions")}, indent=1))' "$work/results.json"
 tar -C "$work" -czf "$out/gpu-check.tar.gz" recorded results.json reports
 ls -la "$out"
+# The playbook asserts every expected verdict: its failure is this script's.
+exit "$rc"
