@@ -10,7 +10,7 @@ import html
 import math
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
 NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
 CLUSTER_SECTIONS = ("consistency", "collective")
@@ -46,7 +46,6 @@ VERDICTS = {
 # Sections that a skipped task leaves behind, sections never run, and checks that do not apply
 # to the hardware (n/a) are not judged.
 NOT_JUDGED = ("skipped", "not run", NOT_APPLICABLE)
-COUNTED = ("pass", "warn", "fail", "unavailable", NOT_APPLICABLE)
 
 
 def worst(statuses: list[str], default: str = "pass") -> str:
@@ -127,7 +126,7 @@ def build(
     verdict = worst(statuses, default="unavailable")
     failures.sort(key=lambda f: (-SEVERITY[f["status"]], f["node"], f["section"]))
     collective = cluster.get("collective") or {}
-    counts = dict.fromkeys(COUNTED, 0)
+    counts = dict.fromkeys(STATUSES, 0)
     for sec in [*cluster_sections.values(), *(s for n in report_nodes.values() for s in n["sections"].values())]:
         for c in sec["checks"]:
             counts[c["status"]] += 1
