@@ -30,8 +30,6 @@ BUSBW_FACTORS = {
     "reduce": lambda n: 1.0,
     "sendrecv": lambda n: 1.0,
 }
-# A 100 Gb/s link carries at most ~12 GB/s of NCCL busbw (line rate 12.5 GB/s).
-LINK_EFFICIENCY = 0.96
 DEFAULT_MIN_SIZE = 256 * 1024 * 1024
 
 _PREFIXES = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[\d+\]\s|\d+:\s)")
@@ -286,11 +284,6 @@ def parse_json(data: dict[str, Any]) -> NcclResult:
     return result
 
 
-def expected_busbw(link_speed_gbps: float) -> float:
-    """The busbw (GB/s) one link of this speed sustains: line rate in bytes x protocol efficiency."""
-    return link_speed_gbps / 8 * LINK_EFFICIENCY
-
-
 def evaluate(
     result: NcclResult,
     rc: int | None = None,
@@ -397,6 +390,7 @@ def build_command(
     hosts: list[str] | None = None,
     gpus_per_host: int = 1,
     env: dict[str, str] | None = None,
+    srun_mpi: str = "pmix",
 ) -> list[str]:
     """The argv that runs one nccl-tests binary: locally, or one rank per GPU with mpirun or srun."""
     binary = f"{tests_dir.rstrip('/')}/{test}"
@@ -422,14 +416,20 @@ def build_command(
             cmd += ["-x", f"{name}={value}"]
         return [*cmd, binary, *args]
     if launcher == "srun":
+        # One rank per GPU, each node's GPUs granted (device confinement hides the others), the whole
+        # node to itself (--mem=0: all its memory, whatever DefMemPerCPU says).
         exports = ",".join(["ALL", *(f"{k}={v}" for k, v in sorted(env.items()))])
         return [
             "srun",
-            "--mpi=pmix",
+            f"--mpi={srun_mpi}",
             "-N",
             str(len(hosts)),
             "--ntasks-per-node",
             str(gpus_per_host),
+            f"--gres=gpu:{gpus_per_host}",
+            "--exclusive",
+            "--mem=0",
+            "--job-name=gpulab-nccl-tests",
             "-w",
             ",".join(hosts),
             f"--export={exports}",

@@ -9,6 +9,8 @@ from typing import Any
 ROCE_PFC_PRIORITY = 3
 ROCE_DSCP = 26
 ROCE_GID_INDEX = 3
+# A 100 Gb/s link carries at most ~12 GB/s of bus bandwidth (line rate 12.5 GB/s).
+LINK_EFFICIENCY = 0.96
 
 
 def roce(plan: Mapping[str, Any]) -> dict[str, Any]:
@@ -19,3 +21,8 @@ def roce(plan: Mapping[str, Any]) -> dict[str, Any]:
         "dscp": given.get("dscp", ROCE_DSCP),
         "gid_index": given.get("gid_index", ROCE_GID_INDEX),
     }
+
+
+def expected_busbw(link_speed_gbps: float) -> float:
+    """The bus bandwidth (GB/s) one link of this speed sustains: line rate in bytes x protocol efficiency."""
+    return link_speed_gbps / 8 * LINK_EFFICIENCY

@@ -6,7 +6,7 @@ removing an account or user is left to an administrator (it can cancel jobs).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
@@ -109,3 +109,28 @@ def drain_action(state: str, reason: str, problem: str | None, prefix: str) -> s
             return None  # an administrator's drain (or another tool's): leave it
         return None if reason == f"{prefix} {problem}" and "DRAIN" in state else "drain"
     return "resume" if ours else None
+
+
+# Node state flags under which Slurm starts no job step on a node.
+UNSCHEDULABLE = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "MAINT", "NOT_RESPONDING", "FUTURE"}
+
+
+def schedulable(state: str) -> bool:
+    """`scontrol` State (IDLE, MIXED+DRAIN, IDLE*, DOWN+NOT_RESPONDING, ...) -> can a job step start there."""
+    flags = set(state.rstrip("*~#!%$@^-").split("+"))
+    return not state.endswith("*") and not flags & UNSCHEDULABLE
+
+
+def left_out(run: Callable[[list[str]], tuple[int, str, str]], hosts: list[str]) -> dict[str, str]:
+    """Hosts that a job step cannot use now, with why: {host: 'IDLE+DRAIN: gpulab: validate: ...'}.
+    run(argv) -> (rc, stdout, stderr), as AnsibleModule.run_command returns."""
+    why = {}
+    for host in hosts:
+        rc, out, err = run(["scontrol", "-o", "show", "node", host])
+        if rc != 0:
+            why[host] = f"unknown to Slurm ({(err or out).strip()[:200]})"
+            continue
+        state, reason = parse_node_line(out.strip())
+        if not schedulable(state):
+            why[host] = f"{state}: {reason}" if reason else state
+    return why

@@ -38,10 +38,16 @@ options:
     choices: [local, mpirun, srun]
     default: local
   hosts:
-    description: Hosts for C(mpirun) or C(srun), one entry per node.
+    description:
+      - Hosts for C(mpirun) or C(srun), one entry per node. With C(srun), nodes Slurm cannot use now (drained,
+        down) are left out and named in an C(nccl_nodes) record.
     type: list
     elements: str
     default: []
+  srun_mpi:
+    description: The C(srun --mpi) plugin that starts the MPI ranks (nccl-tests built with MPI=1).
+    type: str
+    default: pmix
   gpus_per_host:
     description: Ranks (one per GPU) started on each host.
     type: int
@@ -130,6 +136,10 @@ result:
   description: The parsed run (version, collective, ranks, hosts, rows with size and busbw, footer values).
   returned: when output was parsed
   type: dict
+expected_busbw:
+  description: The bus bandwidth in GB/s the large messages are held to before I(pass_ratio), for the report.
+  returned: when expected_busbw or link_speed_gbps is given
+  type: float
 cmd:
   description: The command that was run.
   returned: when a run was made
@@ -147,10 +157,11 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,
     build_command,
     evaluate,
-    expected_busbw,
     parse_json,
     parse_text,
 )
+from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import left_out
 
 
 def _parse(text: str):
@@ -168,6 +179,7 @@ def main() -> None:
             args=dict(type="list", elements="str", default=["-b", "256M", "-e", "1G", "-f", "2", "-g", "1"]),
             launcher=dict(type="str", choices=["local", "mpirun", "srun"], default="local"),
             hosts=dict(type="list", elements="str", default=[]),
+            srun_mpi=dict(type="str", default="pmix"),
             gpus_per_host=dict(type="int", default=1),
             env=dict(type="dict", default={}),
             output=dict(type="str"),
@@ -199,7 +211,8 @@ def main() -> None:
     if expected is None and p["link_speed_gbps"] is not None:
         expected = expected_busbw(p["link_speed_gbps"])
 
-    extra: dict = {}
+    extra: dict = {"expected_busbw": round(expected, 3)} if expected else {}
+    notes = []
     rc = p["rc"]
     if p["output"] is not None:
         text = p["output"]
@@ -221,7 +234,18 @@ def main() -> None:
         env = {k: str(v) for k, v in p["env"].items()}
         if p["rdma_expected"]:
             env.setdefault("NCCL_DEBUG", "INFO")  # the transport line ("Using network IB") comes at INFO
-        cmd = build_command(p["test"], p["tests_dir"], p["args"], p["launcher"], p["hosts"], p["gpus_per_host"], env)
+        hosts = p["hosts"]
+        if p["launcher"] == "srun":
+            skipped = left_out(module.run_command, hosts)
+            hosts = [h for h in hosts if h not in skipped]
+            if skipped:
+                listed = "; ".join(f"{h} ({why})" for h, why in skipped.items())
+                notes.append(unavailable("nccl_nodes", f"left out, Slurm cannot run a job there: {listed}"))
+            if len(hosts) < 2:
+                exit_with_records(module, [*notes, unavailable("nccl_run", "fewer than two nodes left to run on")])
+        cmd = build_command(
+            p["test"], p["tests_dir"], p["args"], p["launcher"], hosts, p["gpus_per_host"], env, p["srun_mpi"]
+        )
         run_env = env if p["launcher"] == "local" else {}
         rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=run_env)
         text = out + ("\n" + err if err else "")
@@ -242,7 +266,7 @@ def main() -> None:
         min_size=p["min_size"],
         rdma_expected=p["rdma_expected"],
     )
-    exit_with_records(module, records, result=parsed.as_dict(), **extra)
+    exit_with_records(module, [*notes, *records], result=parsed.as_dict(), **extra)
 
 
 if __name__ == "__main__":

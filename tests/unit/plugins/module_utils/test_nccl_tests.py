@@ -6,10 +6,10 @@ import pytest
 from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,
     evaluate,
-    expected_busbw,
     parse_json,
     parse_text,
 )
+from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nccl"
 

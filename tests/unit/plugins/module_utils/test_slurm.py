@@ -86,3 +86,35 @@ def test_parse_node_line():
 def test_drain_action(line, problem, action):
     state, reason = slurm.parse_node_line(line)
     assert slurm.drain_action(state, reason, problem, "gpulab: validate:") == action
+
+
+@pytest.mark.parametrize(
+    "state, usable",
+    [
+        ("IDLE", True),
+        ("MIXED", True),
+        ("ALLOCATED", True),
+        ("IDLE+DRAIN", False),
+        ("MIXED+DRAIN", False),
+        ("DOWN+NOT_RESPONDING", False),
+        ("IDLE*", False),
+        ("DOWN", False),
+        ("IDLE+MAINT", False),
+    ],
+)
+def test_schedulable_states(state, usable):
+    assert slurm.schedulable(state) is usable
+
+
+def test_left_out_names_each_node_and_why():
+    answers = {
+        "gpu1": (0, "NodeName=gpu1 Arch=x86_64 State=IDLE Reason=\n", ""),
+        "gpu2": (
+            0,
+            "NodeName=gpu2 State=IDLE+DRAIN Reason=gpulab: validate: gpu_count [root@2026-12-01T14:00:00]\n",
+            "",
+        ),
+        "gpu9": (1, "", "Node gpu9 not found\n"),
+    }
+    why = slurm.left_out(lambda argv: answers[argv[-1]], ["gpu1", "gpu2", "gpu9"])
+    assert why == {"gpu2": "IDLE+DRAIN: gpulab: validate: gpu_count", "gpu9": "unknown to Slurm (Node gpu9 not found)"}

@@ -171,8 +171,45 @@ def test_srun_command_line():
         "2",
         "--ntasks-per-node",
         "1",
+        "--gres=gpu:1",
+        "--exclusive",
+        "--mem=0",
+        "--job-name=gpulab-nccl-tests",
         "-w",
         "gpu1,gpu2",
         "--export=ALL,NCCL_DEBUG=INFO",
         "/opt/nccl-tests/build/sendrecv_perf",
     ]
+
+
+def test_srun_leaves_out_a_drained_node(run_module, tmp_path):
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    seen = []
+
+    def run(module, cmd, environ_update=None, **kw):
+        seen.append(cmd)
+        if cmd[0] == "scontrol":
+            state = "IDLE+DRAIN Reason=gpulab: validate: gpu_count" if cmd[-1] == "gpu2" else "IDLE"
+            return 0, f"NodeName={cmd[-1]} State={state}\n", ""
+        return 0, text("current_2node_roce_pass.txt"), ""
+
+    args = {"tests_dir": str(tmp_path), "launcher": "srun", "hosts": ["gpu1", "gpu2", "gpu3"], "link_speed_gbps": 100}
+    result, failed = run_module(nccl_test.main, args, run_command=run)
+    assert not failed, result
+    assert "gpu1,gpu3" in seen[-1] and "-N" in seen[-1] and seen[-1][seen[-1].index("-N") + 1] == "2"
+    assert result["checks"][0] == {
+        "check": "nccl_nodes",
+        "status": "unavailable",
+        "message": "left out, Slurm cannot run a job there: gpu2 (IDLE+DRAIN: gpulab: validate: gpu_count)",
+        "value": None,
+        "threshold": None,
+        "unit": None,
+        "code": None,
+    }
+    assert result["expected_busbw"] == 12.0
+    # One node left: nothing to measure between nodes, and nothing is started.
+    seen.clear()
+    result, failed = run_module(nccl_test.main, dict(args, hosts=["gpu1", "gpu2"]), run_command=run)
+    assert not failed and result["status"] == "unavailable" and [c[0] for c in seen] == ["scontrol", "scontrol"]
