@@ -1,7 +1,8 @@
-"""The collective benchmark's command line, its JSON result, and the scaling verdict.
+"""The collective benchmark's command line, its result, and the scaling verdict.
 
-The worker (roles/validation/files/collective_bench.py) runs under torchrun on every node; rank 0
-writes the result this module reads. Scaling is strong scaling: efficiency = T1 / (N * TN).
+The worker (roles/validation/files/collective_bench.py) runs under torchrun on every node, started
+by Ansible on each node (static rendezvous) or by one `srun` (c10d rendezvous); rank 0 prints the
+result line this module reads. Strong scaling: efficiency = T1 / (N * TN); weak scaling: T1 / TW.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
 # The handbook's bands: above 90 % healthy, 70-90 % look at the network, below 70 % at I/O or synchronisation.
 HEALTHY = 0.9
 ACCEPTABLE = 0.7
+MARKER = "GPULAB_BENCH_RESULT "
 
 
 class BenchParseError(ValueError):
-    """A result file that is missing, truncated or not the worker's format."""
+    """Output that is missing, truncated or not the worker's format."""
 
 
 def build_command(
@@ -35,7 +37,6 @@ def build_command(
     nproc_per_node: int,
     master_addr: str,
     master_port: int,
-    output: str,
     worker_args: list[str],
 ) -> list[str]:
     """torchrun with a static rendezvous: every node is told the same master and its own rank."""
@@ -49,9 +50,70 @@ def build_command(
         f"--master-addr={master_addr}",
         f"--master-port={master_port}",
         script,
-        f"--output={output}",
         *worker_args,
     ]
+
+
+def build_srun_command(
+    python: str,
+    script: str,
+    hosts: list[str],
+    nproc_per_node: int,
+    master_addr: str,
+    master_port: int,
+    worker_args: list[str],
+    gres: str | None = None,
+) -> list[str]:
+    """One Slurm job step, one torchrun per node, meeting at a c10d rendezvous on master_addr:
+    the way users run training. --exclusive and --mem=0: the benchmark gets every core and all the
+    memory of its nodes."""
+    return [
+        "srun",
+        f"--nodes={len(hosts)}",
+        "--ntasks-per-node=1",
+        f"--nodelist={','.join(hosts)}",
+        "--exclusive",
+        "--mem=0",
+        "--job-name=gpulab-bench",
+        "--kill-on-bad-exit=1",
+        *([f"--gres={gres}"] if gres else []),
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={len(hosts)}",
+        f"--nproc-per-node={nproc_per_node}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={master_addr}:{master_port}",
+        "--rdzv-id=gpulab-bench",
+        script,
+        *worker_args,
+    ]
+
+
+def parse_output(text: str) -> dict[str, Any]:
+    """The result rank 0 printed, among everything else torchrun and srun print (another rank's
+    output may follow it on the same line)."""
+    if MARKER not in text:
+        raise BenchParseError("the benchmark printed no result line (GPULAB_BENCH_RESULT)")
+    tail = text.rsplit(MARKER, 1)[1]
+    try:
+        data, _ = json.JSONDecoder().raw_decode(tail)
+    except json.JSONDecodeError as exc:
+        raise BenchParseError(f"benchmark result is not JSON ({exc.msg} at char {exc.pos})") from None
+    return parse_result(json.dumps(data))
+
+
+def failure_summary(text: str, limit: int = 600) -> str:
+    """What a failed run said that matters: Slurm's error lines (an OOM kill, a refused allocation)
+    and each Python exception line, else the output's end."""
+    wanted = [
+        line.strip()
+        for line in text.splitlines()
+        if line.startswith(("srun: error:", "slurmstepd: error:"))
+        or (line[:1].isalpha() and ("Error: " in line or "Exception: " in line))
+    ]
+    summary = "; ".join(dict.fromkeys(wanted)) or text.strip()[-limit:]
+    return summary[:limit]
 
 
 def parse_result(text: str) -> dict[str, Any]:
@@ -77,38 +139,90 @@ def efficiency(step_time_1: float, step_time_n: float, workers: int) -> float | 
     return step_time_1 / (workers * step_time_n)
 
 
+def _busbw(
+    result: dict[str, Any], min_busbw_gbs: float | None, expected_busbw: float | None, pass_ratio: float
+) -> Check:
+    """Bus bandwidth at the largest size, held to min_busbw_gbs, else (NCCL across nodes only) to the
+    plan's expected bandwidth x pass_ratio; gloo on CPU is reported, not judged, unless asked."""
+    largest = max(result["allreduce"], key=lambda row: row["bytes"])
+    what = f"all-reduce bus bandwidth at {largest['bytes']} bytes"
+    across_nodes = len(result.get("hosts") or []) > 1
+    if min_busbw_gbs is None and expected_busbw is not None and result["backend"] == "nccl" and across_nodes:
+        min_busbw_gbs = round(expected_busbw * pass_ratio, 3)
+        what += f" (expected {expected_busbw:g} GB/s from the link speed)"
+    if min_busbw_gbs is None:
+        return passed(
+            "collective.busbw", f"{what}: {largest['busbw_gbs']:g} GB/s", value=largest["busbw_gbs"], unit="GB/s"
+        )
+    return at_least("collective.busbw", largest["busbw_gbs"], min_busbw_gbs, "GB/s", what)
+
+
+def _step_time(ddp: dict[str, Any]) -> Check | None:
+    """Whether one worker's step was long enough to measure scaling on (results before calibration: None)."""
+    if "min_step_ms" not in ddp:
+        return None
+    t1, floor = float(ddp["step_time_1_ms"]), float(ddp["min_step_ms"])
+    work = f"batch {ddp['global_batch']}, {ddp.get('depth')} x {ddp.get('width')} model"
+    if t1 >= floor:
+        return passed(
+            "collective.step_time",
+            f"one worker's step takes {t1:g} ms ({work}): long enough to measure",
+            value=t1,
+            threshold=floor,
+            unit="ms",
+        )
+    return warned(
+        "collective.step_time",
+        f"one worker's step takes {t1:g} ms even at batch {ddp['global_batch']} (the most calibration tries): "
+        f"launch overhead weighs on the scaling figures; raise max_batch",
+        value=t1,
+        threshold=floor,
+        unit="ms",
+        code="BENCH_SHORT_STEP",
+    )
+
+
+def _weak(ddp: dict[str, Any]) -> Check | None:
+    """Weak scaling, T1 / TW with each worker on the one-worker batch: information, not judged."""
+    if "step_time_weak_ms" not in ddp:
+        return None
+    workers, t1, tw = int(ddp["workers"]), float(ddp["step_time_1_ms"]), float(ddp["step_time_weak_ms"])
+    if workers < 2:
+        return unavailable("scaling_weak", "one worker: no scaling to measure")
+    if t1 <= 0 or tw <= 0:
+        return failed("scaling_weak", f"step times are not positive (T1 {t1:g} ms, TW {tw:g} ms)", code="BENCH_TIMES")
+    value = t1 / tw
+    return passed(
+        "scaling_weak",
+        f"{value:.0%} across {workers} workers (T1 {t1:g} ms, each of {workers} workers on the same batch "
+        f"{tw:g} ms): weak scaling, shown for information; the verdict uses strong scaling",
+        value=round(value, 3),
+    )
+
+
 def evaluate(
     result: dict[str, Any],
     healthy: float = HEALTHY,
     acceptable: float = ACCEPTABLE,
     min_busbw_gbs: float | None = None,
+    expected_busbw: float | None = None,
+    pass_ratio: float = 0.9,
 ) -> list[Check]:
     records = [
         passed(
             "collective.run",
             f"{result['backend']} all-reduce and DDP ran across {result['world_size']} workers "
-            f"on {', '.join(result.get('hosts') or []) or 'unknown hosts'}",
+            f"on {', '.join(result.get('hosts') or []) or 'unknown hosts'}"
+            + (f" (Slurm job {result['slurm_job_id']})" if result.get("slurm_job_id") else ""),
             value=result["world_size"],
         )
     ]
-    sweep = result["allreduce"]
-    if sweep and int(result["world_size"]) < 2:
+    if result["allreduce"] and int(result["world_size"]) < 2:
         records.append(unavailable("collective.busbw", "one worker: an all-reduce moves no data between workers"))
-    elif sweep:
-        largest = max(sweep, key=lambda row: row["bytes"])
-        what = f"all-reduce bus bandwidth at {largest['bytes']} bytes"
-        if min_busbw_gbs is None:
-            records.append(
-                passed(
-                    "collective.busbw",
-                    f"{what}: {largest['busbw_gbs']:g} GB/s",
-                    value=largest["busbw_gbs"],
-                    unit="GB/s",
-                )
-            )
-        else:
-            records.append(at_least("collective.busbw", largest["busbw_gbs"], min_busbw_gbs, "GB/s", what))
+    elif result["allreduce"]:
+        records.append(_busbw(result, min_busbw_gbs, expected_busbw, pass_ratio))
     ddp = result["ddp"]
+    records += [r for r in (_step_time(ddp), _weak(ddp)) if r]
     workers = int(ddp["workers"])
     value = efficiency(float(ddp["step_time_1_ms"]), float(ddp["step_time_n_ms"]), workers)
     times = f"T1 {ddp['step_time_1_ms']:g} ms, T{workers} {ddp['step_time_n_ms']:g} ms (strong scaling)"

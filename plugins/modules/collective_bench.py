@@ -8,19 +8,46 @@ DOCUMENTATION = r"""
 module: collective_bench
 short_description: Run a torch.distributed all-reduce sweep and a DDP step benchmark, and judge scaling efficiency
 description:
-  - Starts C(torchrun) with a static rendezvous on this node as node I(node_rank) of I(nnodes); run it on every
-    node at the same time (one task across the hosts), the first node being I(master_addr).
+  - With I(launcher=torchrun), starts C(torchrun) with a static rendezvous on this node as node I(node_rank) of
+    I(nnodes); run it on every node at the same time (one task across the hosts), the first node being
+    I(master_addr).
+  - With I(launcher=srun), run it on one node only; one C(srun) job step starts C(torchrun) on every node of
+    I(hosts) (a c10d rendezvous on the first of them that Slurm can use), the way users run training. Nodes
+    Slurm cannot use now (drained, down) are left out and named in a C(collective.nodes) record.
   - The worker (installed by the C(validation) role) uses NCCL on GPUs and gloo on CPU. It measures all-reduce
-    time and bus bandwidth for each size, then the step time of a small synthetic model trained on one worker
-    (T1) and with DistributedDataParallel on all N workers (TN), with the same global batch.
-  - Scaling efficiency is strong scaling, T1 / (N x TN), classified as the handbook does - above
-    I(efficiency_healthy) passes, down to I(efficiency_acceptable) warns (look at the network), below fails
-    (look at I/O and synchronisation).
+    time and bus bandwidth for each size (up to 1 GiB on GPUs), then sizes the work to the device - the batch
+    doubles until one worker's step takes I(min_step_ms) - and measures the step on one worker (T1), with
+    DistributedDataParallel on N workers sharing that batch (TN, strong scaling) and on N workers with that
+    batch each (TW, weak scaling). The GPU model (8 x 4096) has a 537 MB gradient, enough to load a link.
+  - Strong scaling, T1 / (N x TN), is judged as the handbook does - above I(efficiency_healthy) passes, down to
+    I(efficiency_acceptable) warns (look at the network), below fails (look at I/O and synchronisation). Weak
+    scaling, T1 / TW, is reported, not judged.
+  - Bus bandwidth is held to I(min_busbw_gbs), else, for NCCL across nodes, to the bandwidth I(link_speed_gbps)
+    carries x I(pass_ratio).
   - Only node rank 0 returns the measurements and records; the others return C(role=worker).
   - A missing benchmark environment (no torch) is reported as C(unavailable), not as a fault.
 version_added: 0.1.0
 author: gpulab developers
 options:
+  launcher:
+    description: C(torchrun) on every node (run the task on all of them), or one C(srun) from this node.
+    type: str
+    choices: [torchrun, srun]
+    default: torchrun
+  hosts:
+    description: With I(launcher=srun), the Slurm node names to run on.
+    type: list
+    elements: str
+    default: []
+  gres:
+    description: With I(launcher=srun), the generic resources each node's task asks for, such as C(gpu:2).
+    type: str
+  addresses:
+    description:
+      - With I(launcher=srun), each host's address on the network to meet on; the rendezvous is on the first
+        host Slurm can use (its name when it has no entry here).
+    type: dict
+    default: {}
   nnodes:
     description: Number of nodes taking part.
     type: int
@@ -30,7 +57,7 @@ options:
     type: int
     default: 0
   master_addr:
-    description: Address of the node with rank 0, reachable from every node.
+    description: With I(launcher=torchrun), the address of the node with rank 0, reachable from every node.
     type: str
     default: 127.0.0.1
   master_port:
@@ -50,18 +77,26 @@ options:
     type: path
     default: /opt/gpulab/bench/collective_bench.py
   sizes:
-    description: All-reduce message sizes in bytes.
+    description: All-reduce message sizes in bytes; empty chooses by device (4 KiB to 1 GiB on GPUs, to 16 MiB on CPU).
     type: list
     elements: int
-    default: [4096, 65536, 1048576, 16777216]
+    default: []
   steps:
     description: Timed training steps for T1 and TN.
     type: int
     default: 10
   global_batch:
-    description: Samples per step in total (split across the workers).
+    description: The batch calibration starts from; it doubles until one worker's step takes I(min_step_ms).
     type: int
     default: 256
+  max_batch:
+    description: The largest batch calibration tries (memory bounds it on GPUs).
+    type: int
+    default: 16384
+  min_step_ms:
+    description: One worker's step must take at least this long, so the step is compute-bound, not launch-bound.
+    type: float
+    default: 50
   threads:
     description: CPU threads per worker; 0 keeps torch's default. Set 1 on shared CPUs for comparable numbers.
     type: int
@@ -83,13 +118,32 @@ options:
     type: float
     default: 0.7
   min_busbw_gbs:
-    description: Minimum all-reduce bus bandwidth in GB/s at the largest size; reported but not judged when unset.
+    description: Minimum all-reduce bus bandwidth in GB/s at the largest size. Wins over I(link_speed_gbps).
     type: float
+  link_speed_gbps:
+    description:
+      - Line rate between the nodes in Gb/s. For NCCL across nodes, the bus bandwidth must reach what the link
+        carries (line rate / 8 x 0.96) x I(pass_ratio). gloo on CPU is reported, not judged.
+    type: float
+  pass_ratio:
+    description: Fraction of the expected bus bandwidth that passes (0 < ratio <= 1).
+    type: float
+    default: 0.9
 extends_documentation_fragment:
   - gpulab.cluster.checks
 """
 
 EXAMPLES = r"""
+- name: The same, as a Slurm job step started from the first compute node
+  gpulab.cluster.collective_bench:
+    launcher: srun
+    hosts: "{{ groups['compute'] }}"
+    gres: gpu:2
+    nproc_per_node: 2
+    addresses: {gpu1: 10.0.20.11, gpu2: 10.0.20.12}
+    link_speed_gbps: 100
+  when: inventory_hostname == groups['compute'][0]
+
 - name: All-reduce and DDP scaling across the compute nodes
   gpulab.cluster.collective_bench:
     nnodes: "{{ groups['compute'] | length }}"
@@ -107,7 +161,8 @@ role:
   returned: always
   type: str
 checks:
-  description: Records C(collective.run), C(collective.busbw), C(scaling_efficiency) (rank 0 only).
+  description: Records C(collective.nodes) (srun, when nodes were left out), C(collective.run), C(collective.busbw),
+    C(collective.step_time), C(scaling_weak), C(scaling_efficiency) (rank 0 only).
   returned: always
   type: list
   elements: dict
@@ -116,13 +171,18 @@ status:
   returned: always
   type: str
 result:
-  description: The worker's measurements - backend, world_size, hosts, allreduce rows (bytes, time_us, algbw_gbs,
-    busbw_gbs) and ddp (step_time_1_ms, step_time_n_ms, workers, global_batch, scaling).
+  description: The worker's measurements - backend, device, world_size, hosts, slurm_job_id, allreduce rows (bytes,
+    time_us, algbw_gbs, busbw_gbs) and ddp (step_time_1_ms, step_time_n_ms, step_time_weak_ms, workers,
+    global_batch, batch_per_worker, min_step_ms, width, depth, parameters, gradient_bytes).
   returned: on rank 0 when the run finished
   type: dict
 efficiency:
   description: T1 / (N x TN), strong scaling.
   returned: on rank 0 when the run finished
+  type: float
+expected_busbw:
+  description: The bus bandwidth in GB/s that I(link_speed_gbps) carries, for the report's chart.
+  returned: when link_speed_gbps is given
   type: float
 """
 
@@ -132,11 +192,17 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import left_out
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
+            launcher=dict(type="str", choices=["torchrun", "srun"], default="torchrun"),
+            hosts=dict(type="list", elements="str", default=[]),
+            gres=dict(type="str"),
+            addresses=dict(type="dict", default={}),
             nnodes=dict(type="int", default=1),
             node_rank=dict(type="int", default=0),
             master_addr=dict(type="str", default="127.0.0.1"),
@@ -144,15 +210,19 @@ def main() -> None:
             nproc_per_node=dict(type="int", default=1),
             python=dict(type="path", default="/opt/gpulab/bench/bin/python"),
             script=dict(type="path", default="/opt/gpulab/bench/collective_bench.py"),
-            sizes=dict(type="list", elements="int", default=[4096, 65536, 1048576, 16777216]),
+            sizes=dict(type="list", elements="int", default=[]),
             steps=dict(type="int", default=10),
             global_batch=dict(type="int", default=256),
+            max_batch=dict(type="int", default=16384),
+            min_step_ms=dict(type="float", default=50.0),
             threads=dict(type="int", default=0),
             env=dict(type="dict", default={}),
             timeout=dict(type="int", default=600),
             efficiency_healthy=dict(type="float", default=0.9),
             efficiency_acceptable=dict(type="float", default=0.7),
             min_busbw_gbs=dict(type="float"),
+            link_speed_gbps=dict(type="float"),
+            pass_ratio=dict(type="float", default=0.9, no_log=False),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
         ),
         supports_check_mode=True,
@@ -161,20 +231,29 @@ def main() -> None:
     for name in ("nnodes", "nproc_per_node", "steps", "global_batch", "timeout"):
         if p[name] < 1:
             module.fail_json(msg=f"{name} must be at least 1, got {p[name]}")
+    if p["max_batch"] < p["global_batch"]:
+        module.fail_json(msg=f"max_batch must be at least global_batch ({p['global_batch']}), got {p['max_batch']}")
+    if p["launcher"] == "srun" and not p["hosts"]:
+        module.fail_json(msg="launcher=srun needs hosts: the Slurm nodes to run on")
     if not 0 <= p["node_rank"] < p["nnodes"]:
         module.fail_json(msg=f"node_rank must be 0 to nnodes - 1 ({p['nnodes'] - 1}), got {p['node_rank']}")
     if p["threads"] < 0:
         module.fail_json(msg=f"threads must be 0 or more, got {p['threads']}")
-    if not p["sizes"] or min(p["sizes"]) < 4:
-        module.fail_json(msg=f"sizes must list message sizes of at least 4 bytes, got {p['sizes']}")
+    if p["sizes"] and min(p["sizes"]) < 4:
+        module.fail_json(msg=f"sizes must be message sizes of at least 4 bytes, got {p['sizes']}")
     if not 0 < p["efficiency_acceptable"] <= p["efficiency_healthy"] <= 1:
         module.fail_json(
             msg="efficiency thresholds must satisfy 0 < efficiency_acceptable <= efficiency_healthy <= 1, got "
             f"{p['efficiency_acceptable']} and {p['efficiency_healthy']}"
         )
-    if p["min_busbw_gbs"] is not None and p["min_busbw_gbs"] <= 0:
-        module.fail_json(msg=f"min_busbw_gbs must be greater than 0, got {p['min_busbw_gbs']}")
+    for name in ("min_busbw_gbs", "link_speed_gbps", "min_step_ms"):
+        if p[name] is not None and p[name] <= 0:
+            module.fail_json(msg=f"{name} must be greater than 0, got {p[name]}")
+    if not 0 < p["pass_ratio"] <= 1:
+        module.fail_json(msg=f"pass_ratio must be in (0, 1], got {p['pass_ratio']}")
     role = "reporter" if p["node_rank"] == 0 else "worker"
+    expected = expected_busbw(p["link_speed_gbps"]) if p["link_speed_gbps"] else None
+    extra = {"expected_busbw": round(expected, 3)} if expected else {}
 
     missing = [path for path in (p["python"], p["script"]) if not os.path.exists(path)]
     if missing:
@@ -184,26 +263,47 @@ def main() -> None:
             "benchmark (validation_collective_bench: true)",
             code="BENCH_MISSING",
         )
-        exit_with_records(module, [record], role=role)
+        exit_with_records(module, [record], role=role, **extra)
 
-    output = os.path.join(module.tmpdir, "collective_bench.json")
     worker_args = [
-        f"--sizes={','.join(str(s) for s in p['sizes'])}",
         f"--steps={p['steps']}",
         f"--global-batch={p['global_batch']}",
+        f"--max-batch={p['max_batch']}",
+        f"--min-step-ms={p['min_step_ms']:g}",
         f"--threads={p['threads']}",
+        *([f"--sizes={','.join(str(s) for s in p['sizes'])}"] if p["sizes"] else []),
     ]
-    cmd = cb.build_command(
-        p["python"],
-        p["script"],
-        p["nnodes"],
-        p["node_rank"],
-        p["nproc_per_node"],
-        p["master_addr"],
-        p["master_port"],
-        output,
-        worker_args,
-    )
+    notes = []
+    if p["launcher"] == "srun":
+        skipped = left_out(module.run_command, p["hosts"])
+        hosts = [h for h in p["hosts"] if h not in skipped]
+        if skipped:
+            listed = "; ".join(f"{h} ({why})" for h, why in skipped.items())
+            notes.append(unavailable("collective.nodes", f"left out, Slurm cannot run a job there: {listed}"))
+        if not hosts:
+            exit_with_records(module, [*notes, unavailable("collective.run", "no node left to run on")], role=role)
+        rendezvous = (str(p["addresses"].get(hosts[0], hosts[0])), p["master_port"])
+        cmd = cb.build_srun_command(
+            p["python"],
+            p["script"],
+            hosts,
+            p["nproc_per_node"],
+            *rendezvous,
+            worker_args,
+            p["gres"],
+        )
+    else:
+        rendezvous = (p["master_addr"], p["master_port"])
+        cmd = cb.build_command(
+            p["python"],
+            p["script"],
+            p["nnodes"],
+            p["node_rank"],
+            p["nproc_per_node"],
+            p["master_addr"],
+            p["master_port"],
+            worker_args,
+        )
     env = {k: str(v) for k, v in p["env"].items()}
     if p["threads"]:
         env.setdefault("OMP_NUM_THREADS", str(p["threads"]))
@@ -216,25 +316,26 @@ def main() -> None:
             record = failed(
                 "collective.run",
                 f"the benchmark did not finish in {p['timeout']} s: a node did not join the rendezvous at "
-                f"{p['master_addr']}:{p['master_port']} (firewall, wrong address) or a collective hung",
+                f"{rendezvous[0]}:{rendezvous[1]} (firewall, wrong address), Slurm did not start the job "
+                "(nodes busy), or a collective hung",
                 code="BENCH_TIMEOUT",
             )
         else:
-            record = failed("collective.run", f"torchrun exited {rc}: {tail[-600:].strip()}", code="BENCH_FAILED")
-        exit_with_records(module, [record], role=role, cmd=cmd, output_tail=tail)
+            summary = cb.failure_summary(out + err)
+            record = failed("collective.run", f"{cmd[0]} exited {rc}: {summary}", code="BENCH_FAILED")
+        exit_with_records(module, [*notes, record], role=role, cmd=cmd, output_tail=tail, **extra)
     if role == "worker":
         exit_with_records(module, [], role=role, cmd=cmd)  # rank 0 reports for everyone
     try:
-        with open(output, encoding="utf-8") as handle:
-            result = cb.parse_result(handle.read())
-    except OSError as exc:
-        module.fail_json(msg=f"torchrun exited 0 but wrote no result ({exc})", cmd=cmd, output_tail=tail)
+        result = cb.parse_output(out)
     except cb.BenchParseError as exc:
-        module.fail_json(msg=str(exc), cmd=cmd, output_tail=tail)
+        module.fail_json(msg=f"{cmd[0]} exited 0, but {exc}", cmd=cmd, output_tail=tail)
     ddp = result["ddp"]
-    records = cb.evaluate(result, p["efficiency_healthy"], p["efficiency_acceptable"], p["min_busbw_gbs"])
+    records = cb.evaluate(
+        result, p["efficiency_healthy"], p["efficiency_acceptable"], p["min_busbw_gbs"], expected, p["pass_ratio"]
+    )
     value = cb.efficiency(float(ddp["step_time_1_ms"]), float(ddp["step_time_n_ms"]), int(ddp["workers"]))
-    exit_with_records(module, records, role=role, cmd=cmd, result=result, efficiency=value)
+    exit_with_records(module, [*notes, *records], role=role, cmd=cmd, result=result, efficiency=value, **extra)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 # Managed by gpulab (roles/validation). Local changes are overwritten.
-"""gpulab collective benchmark: all-reduce sweep and DDP step time, one process per GPU (or per node on CPU).
+"""gpulab collective benchmark: all-reduce sweep and DDP scaling, one process per GPU (or per node on CPU).
 
-Run under torchrun on every node; rank 0 writes the JSON result. NCCL on GPUs, gloo on CPU.
-Scaling is strong scaling: the same global batch on 1 worker and on N workers, so
-efficiency = T1 / (N * TN).
+Run under torchrun on every node (directly, or through srun); rank 0 prints one line
+"GPULAB_BENCH_RESULT <json>". NCCL on GPUs, gloo on CPU.
+
+The work is sized to the device: rank 0 doubles the batch until one worker's step takes at
+least --min-step-ms, so the step is compute-bound and not launch-bound. Then:
+- strong scaling: that global batch on 1 worker (T1) and split over N workers (TN):
+  efficiency = T1 / (N * TN);
+- weak scaling: that batch on every one of N workers (TW): efficiency = T1 / TW.
 """
 
 import argparse
@@ -18,17 +23,25 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+MARKER = "GPULAB_BENCH_RESULT "
+KIB, MIB = 1024, 1024**2
+# Sizes that can fill a link on GPUs (up to 1 GiB); on CPU the sweep stops at 16 MiB.
+SIZES = {"cuda": [4 * KIB * 4**i for i in range(10)], "cpu": [4 * KIB, 64 * KIB, MIB, 16 * MIB]}
+# Model per device: on GPUs 8 x 4096 (134M parameters, a 537 MB gradient to all-reduce every step).
+SHAPES = {"cuda": (4096, 8), "cpu": (1024, 4)}
+
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--output", required=True, help="JSON result path (written by rank 0)")
-    parser.add_argument("--sizes", default="4096,65536,1048576,16777216", help="all-reduce sizes in bytes")
+    parser.add_argument("--sizes", default="", help="all-reduce sizes in bytes (default: by device)")
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10, help="timed training steps")
-    parser.add_argument("--global-batch", type=int, default=256)
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--depth", type=int, default=4)
+    parser.add_argument("--global-batch", type=int, default=256, help="the batch calibration starts from")
+    parser.add_argument("--max-batch", type=int, default=16384, help="calibration stops here")
+    parser.add_argument("--min-step-ms", type=float, default=50.0, help="one worker's step must take this long")
+    parser.add_argument("--width", type=int, default=0, help="0: by device")
+    parser.add_argument("--depth", type=int, default=0, help="0: by device")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads per worker (0: torch's default)")
     return parser.parse_args()
 
@@ -77,6 +90,7 @@ def allreduce_sweep(sizes, iters, warmup, world, device):
                 "busbw_gbs": round(algbw * 2 * (world - 1) / world, 4),
             }
         )
+        del tensor
     return rows
 
 
@@ -110,11 +124,31 @@ def step_time(net, batch, width, steps, device):
     return (time.perf_counter() - start) / steps
 
 
+def calibrate(args, width, depth, device):
+    """Rank 0 alone: the smallest batch (doubling from --global-batch) whose step takes --min-step-ms,
+    and that step's time. Measured with the timed number of steps, so it is also T1."""
+    net = model(width, depth, device)
+    batch = args.global_batch
+    while True:
+        seconds = step_time(net, batch, width, args.steps, device)
+        if seconds * 1e3 >= args.min_step_ms or batch * 2 > args.max_batch:
+            return batch, seconds
+        batch *= 2
+
+
+def ddp_step_time(width, depth, batch, steps, device, local_rank, use_cuda):
+    ids = [local_rank] if use_cuda else None
+    net = nn.parallel.DistributedDataParallel(model(width, depth, device), device_ids=ids)
+    return slowest(step_time(net, batch, width, steps, device), device)
+
+
 def main():
     args = parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     use_cuda = torch.cuda.is_available()
+    kind = "cuda" if use_cuda else "cpu"
+    width, depth = args.width or SHAPES[kind][0], args.depth or SHAPES[kind][1]
     backend = "nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -124,43 +158,46 @@ def main():
         torch.cuda.set_device(device)
     hosts = gather_hostnames(world, device)
 
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    sizes = [int(s) for s in args.sizes.split(",") if s] or SIZES[kind]
     sweep = allreduce_sweep(sizes, args.iters, args.warmup, world, device)
 
-    # Baseline: rank 0 alone trains the whole global batch while the others wait.
-    t1 = (
-        step_time(model(args.width, args.depth, device), args.global_batch, args.width, args.steps, device)
-        if rank == 0
-        else 0.0
-    )
-    dist.barrier()
-    per_worker = max(args.global_batch // world, 1)
-    ddp = nn.parallel.DistributedDataParallel(
-        model(args.width, args.depth, device), device_ids=[local_rank] if use_cuda else None
-    )
-    tn = slowest(step_time(ddp, per_worker, args.width, args.steps, device), device)
+    # Rank 0 sizes the work and measures T1 while the others wait; then everyone learns the batch.
+    batch, t1 = calibrate(args, width, depth, device) if rank == 0 else (0, 0.0)
+    shared = torch.tensor([batch, t1], dtype=torch.float64, device=device)
+    dist.broadcast(shared, 0)
+    batch, t1 = int(shared[0].item()), shared[1].item()
+    per_worker = max(batch // world, 1)
+    tn = ddp_step_time(width, depth, per_worker, args.steps, device, local_rank, use_cuda)
+    tw = ddp_step_time(width, depth, batch, args.steps, device, local_rank, use_cuda)
+    params = sum(p.numel() for p in model(width, depth, "cpu").parameters())
 
     if rank == 0:
         result = {
             "backend": backend,
             "torch": torch.__version__,
+            "device": torch.cuda.get_device_name(device) if use_cuda else "cpu",
             "world_size": world,
             "hosts": sorted(set(hosts)),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "allreduce": sweep,
             "ddp": {
                 "scaling": "strong",
-                "global_batch": args.global_batch,
+                "global_batch": batch,
                 "batch_per_worker": per_worker,
+                "min_step_ms": args.min_step_ms,
+                "max_batch": args.max_batch,
                 "steps": args.steps,
-                "width": args.width,
-                "depth": args.depth,
+                "width": width,
+                "depth": depth,
+                "parameters": params,
+                "gradient_bytes": params * 4,
                 "step_time_1_ms": round(t1 * 1e3, 3),
                 "step_time_n_ms": round(tn * 1e3, 3),
+                "step_time_weak_ms": round(tw * 1e3, 3),
                 "workers": world,
             },
         }
-        with open(args.output, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1)
+        print(MARKER + json.dumps(result, sort_keys=True), flush=True)
     dist.destroy_process_group()
 
 

@@ -6,6 +6,7 @@ import pytest
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "collective" / "gloo-2nodes-cpu.json"
+CALIBRATED = RECORDED.with_name("gloo-2workers-calibrated.txt")
 
 
 def with_times(t1, tn, workers=2):
@@ -79,7 +80,90 @@ def test_truncated_and_garbage_results(text, message):
 
 
 def test_command_uses_a_static_rendezvous():
-    assert cb.build_command("/py", "/b.py", 2, 1, 4, "10.0.0.1", 29500, "/tmp/o.json", ["--steps=5"]) == [
+    assert cb.build_command("/py", "/b.py", 2, 1, 4, "10.0.0.1", 29500, ["--steps=5"]) == [
         "/py", "-m", "torch.distributed.run", "--nnodes=2", "--node-rank=1", "--nproc-per-node=4",
-        "--master-addr=10.0.0.1", "--master-port=29500", "/b.py", "--output=/tmp/o.json", "--steps=5",
+        "--master-addr=10.0.0.1", "--master-port=29500", "/b.py", "--steps=5",
     ]  # fmt: skip
+
+
+def test_srun_command_is_one_step_with_a_c10d_rendezvous():
+    cmd = cb.build_srun_command("/py", "/b.py", ["gpu1", "gpu2"], 2, "10.0.0.1", 29500, ["--steps=5"], "gpu:2")
+    assert cmd == [
+        "srun", "--nodes=2", "--ntasks-per-node=1", "--nodelist=gpu1,gpu2", "--exclusive", "--mem=0",
+        "--job-name=gpulab-bench", "--kill-on-bad-exit=1", "--gres=gpu:2",
+        "/py", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
+        "--rdzv-endpoint=10.0.0.1:29500", "--rdzv-id=gpulab-bench", "/b.py", "--steps=5",
+    ]  # fmt: skip
+    assert "--gres=gpu:2" not in cb.build_srun_command("/py", "/b.py", ["a"], 1, "h", 1, [])
+
+
+def test_recorded_calibrated_run_from_torchrun_output():
+    # The worker's whole stdout under torchrun (2 workers on one machine), result line among the rest.
+    result = cb.parse_output(CALIBRATED.read_text())
+    ddp = result["ddp"]
+    assert (result["backend"], result["world_size"], ddp["workers"]) == ("gloo", 2, 2)
+    assert ddp["step_time_1_ms"] >= ddp["min_step_ms"] == 50.0  # calibrated until the step was long enough
+    checks = {r.check: r for r in cb.evaluate(result)}
+    assert list(checks) == ["collective.run", "collective.busbw", "collective.step_time", "scaling_weak",
+                            "scaling_efficiency"]  # fmt: skip
+    assert checks["collective.step_time"].status == "pass"
+    assert checks["collective.step_time"].value == ddp["step_time_1_ms"]
+    weak = ddp["step_time_1_ms"] / ddp["step_time_weak_ms"]
+    assert (checks["scaling_weak"].status, checks["scaling_weak"].value) == ("pass", round(weak, 3))
+    assert checks["scaling_efficiency"].value == round(ddp["step_time_1_ms"] / (2 * ddp["step_time_n_ms"]), 3)
+
+
+def test_a_step_too_short_to_measure_warns():
+    result = cb.parse_output(CALIBRATED.read_text())
+    result["ddp"].update(step_time_1_ms=1.5, global_batch=16384)
+    record = next(r for r in cb.evaluate(result) if r.check == "collective.step_time")
+    assert (record.status, record.code) == ("warn", "BENCH_SHORT_STEP")
+    assert "1.5 ms even at batch 16384" in record.message
+
+
+def test_nccl_across_nodes_is_held_to_the_link_speed():
+    # The recorded gloo run relabelled as NCCL: the busbw row is judged against 100GbE's 12 GB/s x 0.9.
+    data = json.loads(RECORDED.read_text())
+    data["backend"] = "nccl"
+    data["allreduce"][-1]["busbw_gbs"] = 11.2
+    record = cb.evaluate(data, expected_busbw=12.0)[1]
+    assert (record.status, record.threshold) == ("pass", 10.8)
+    data["allreduce"][-1]["busbw_gbs"] = 9.1
+    record = cb.evaluate(data, expected_busbw=12.0)[1]
+    assert (record.status, record.value) == ("fail", 9.1)
+    assert "expected 12 GB/s from the link speed" in record.message
+    # gloo on CPU is reported, not held to a NIC's line rate.
+    assert cb.evaluate(json.loads(RECORDED.read_text()), expected_busbw=12.0)[1].status == "pass"
+
+
+def test_output_interleaved_with_another_ranks_warning():
+    line = CALIBRATED.read_text().strip()
+    noisy = f"[W socket.cpp] warning\n{line}/venv/torch/functional_tensor.py:368: UserWarning: NumPy\n"
+    assert cb.parse_output(noisy) == cb.parse_output(line)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("", "no result line"), ("[W] warn\n", "no result line"), ('GPULAB_BENCH_RESULT {"backend"', "not JSON")],
+)
+def test_output_without_a_result(text, message):
+    with pytest.raises(cb.BenchParseError, match=message):
+        cb.parse_output(text)
+
+
+def test_a_failed_run_is_summed_up_by_its_error_lines():
+    # Lines as srun and torchrun print them when one node's worker is killed (wording abridged).
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/gpulab/bench/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py"\n'
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 9633 got signal: 15\n"
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=2.0. Some of your processes may have been killed.\n"
+        "srun: error: gpu2: task 1: Exited with exit code 1\n"
+        "srun: error: gpu2: task 1: Exited with exit code 1\n"
+    )
+    assert cb.failure_summary(text) == (
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 9633 got signal: 15; "
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=2.0. Some of your processes may have been killed.; "
+        "srun: error: gpu2: task 1: Exited with exit code 1"
+    )
+    assert cb.failure_summary("no idea\n") == "no idea"

@@ -3,6 +3,7 @@ from pathlib import Path
 from ansible_collections.gpulab.cluster.plugins.modules import collective_bench
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "collective" / "gloo-2nodes-cpu.json"
+CALIBRATED = RECORDED.with_name("gloo-2workers-calibrated.txt")
 
 
 def installed(tmp_path):
@@ -17,9 +18,7 @@ def test_rank0_reports_the_recorded_run(run_module, tmp_path):
 
     def run(module, cmd, environ_update=None, **kw):
         seen["cmd"], seen["env"] = cmd, environ_update
-        output = next(a for a in cmd if a.startswith("--output=")).split("=", 1)[1]
-        Path(output).write_text(RECORDED.read_text())
-        return 0, "", ""
+        return 0, "torchrun noise\nGPULAB_BENCH_RESULT " + RECORDED.read_text().replace("\n", "") + "\n", ""
 
     args = dict(installed(tmp_path), nnodes=2, master_addr="172.30.10.13", threads=1, efficiency_acceptable=0.4)
     result, failed = run_module(collective_bench.main, args, run_command=run, check_mode=True)
@@ -62,3 +61,54 @@ def test_bad_input_is_refused(run_module):
     assert failed and result["msg"].startswith("efficiency thresholds must satisfy")
     result, failed = run_module(collective_bench.main, {"steps": 0})
     assert failed and result["msg"] == "steps must be at least 1, got 0"
+    result, failed = run_module(collective_bench.main, {"launcher": "srun"})
+    assert failed and result["msg"] == "launcher=srun needs hosts: the Slurm nodes to run on"
+    result, failed = run_module(collective_bench.main, {"pass_ratio": 1.5})
+    assert failed and result["msg"] == "pass_ratio must be in (0, 1], got 1.5"
+    result, failed = run_module(collective_bench.main, {"global_batch": 512, "max_batch": 256})
+    assert failed and result["msg"] == "max_batch must be at least global_batch (512), got 256"
+
+
+def scontrol(states):
+    """A run_command that answers scontrol from states ({node: (State, Reason)}) and srun with the recording."""
+    seen = []
+
+    def run(module, cmd, environ_update=None, **kw):
+        seen.append(cmd)
+        if cmd[0] == "scontrol":
+            state, reason = states[cmd[-1]]
+            return 0, f"NodeName={cmd[-1]} Arch=x86_64 State={state} Reason={reason}\n", ""
+        return 0, "GPULAB_BENCH_RESULT " + CALIBRATED.read_text().split("GPULAB_BENCH_RESULT ", 1)[1], ""
+
+    return run, seen
+
+
+def test_srun_leaves_out_a_drained_node_and_says_so(run_module, tmp_path):
+    run, seen = scontrol(
+        {"gpu1": ("IDLE+DRAIN", "gpulab: validate: gpu_count"), "gpu2": ("IDLE", ""), "gpu3": ("MIXED", "")}
+    )
+    addresses = {"gpu1": "10.0.0.1", "gpu2": "10.0.0.2"}
+    args = dict(installed(tmp_path), launcher="srun", hosts=["gpu1", "gpu2", "gpu3"], addresses=addresses)
+    result, failed = run_module(collective_bench.main, dict(args, fail_on="never"), run_command=run)
+    assert not failed, result
+    srun = seen[-1][2:]
+    assert srun[0] == "srun" and "--nodelist=gpu2,gpu3" in srun and "--nodes=2" in srun
+    assert "--rdzv-endpoint=10.0.0.2:29500" in srun  # the first node that takes part hosts the rendezvous
+    nodes = result["checks"][0]
+    assert (nodes["check"], nodes["status"]) == ("collective.nodes", "unavailable")
+    assert nodes["message"] == "left out, Slurm cannot run a job there: gpu1 (IDLE+DRAIN: gpulab: validate: gpu_count)"
+
+
+def test_srun_with_no_usable_node_runs_nothing(run_module, tmp_path):
+    run, seen = scontrol({"gpu1": ("DOWN+NOT_RESPONDING", "Not responding")})
+    args = dict(installed(tmp_path), launcher="srun", hosts=["gpu1"])
+    result, failed = run_module(collective_bench.main, args, run_command=run)
+    assert not failed and result["status"] == "unavailable"
+    assert [c[0] for c in seen] == ["scontrol"]
+
+
+def test_link_speed_gives_the_expected_bandwidth(run_module, tmp_path):
+    run, _ = scontrol({})
+    args = dict(installed(tmp_path), link_speed_gbps=100, fail_on="never")
+    result, failed = run_module(collective_bench.main, args, run_command=run)
+    assert not failed and result["expected_busbw"] == 12.0
