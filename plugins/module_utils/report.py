@@ -13,13 +13,14 @@ from typing import Any
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
 NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
-CLUSTER_SECTIONS = ("consistency", "collective")
+CLUSTER_SECTIONS = ("consistency", "nccl_across", "collective")
 TITLES = {
     "gpu": "GPU health",
     "rdma": "RDMA",
     "nccl": "NCCL (in node)",
     "network": "Network",
     "consistency": "Versions",
+    "nccl_across": "NCCL (across nodes)",
     "collective": "Collectives and scaling",
 }
 # Shown next to each failure: where to look next, by section.
@@ -32,8 +33,10 @@ NEXT_STEPS = {
     "rerun `--tags network`.",
     "consistency": "Bring the odd node to the pinned version with a tagged run, e.g. "
     "`--tags nvidia_driver --limit NODE`.",
-    "collective": "Compare with the network matrix above: a slow pair slows every collective. Rerun the "
-    "benchmark alone with `--tags validate_collective`.",
+    "nccl_across": "Compare each node's own nccl-tests run and the network matrix: one slow node or link slows "
+    "the whole ring.",
+    "collective": "Compare with the network matrix above: a slow pair slows every collective. Rerun validate.yml "
+    "with `--skip-tags validate_network` to leave out iperf3.",
     "node": "The node returned no results: check that Ansible can reach it (`ansible NODE -m ping`).",
 }
 VERDICTS = {
@@ -63,11 +66,13 @@ def section(result: Any) -> dict[str, Any]:
     if result.get("skipped"):
         return {"status": "skipped", "checks": [], "note": "not applicable to this node"}
     checks = list(result.get("checks") or [])
-    if result.get("failed") and not checks:
+    if not checks and result.get("role") == "worker":
+        return {"status": "skipped", "checks": [], "note": "worker rank: results are on the first node"}
+    # A module that stopped with an error returns no checks key; registered under failed_when: false
+    # it no longer says failed, so the missing key is what tells.
+    if not checks and (result.get("failed") or "checks" not in result):
         message = f"the check could not complete: {result.get('msg', 'no message')}"
         checks = [{"check": "error", "status": "fail", "message": message, "code": "CHECK_ERROR"}]
-    elif not checks and result.get("role") == "worker":
-        return {"status": "skipped", "checks": [], "note": "worker rank: results are on the first node"}
     return {"status": worst([c["status"] for c in checks]), "checks": checks, "note": ""}
 
 
@@ -154,6 +159,16 @@ def build(
             "efficiency": collective.get("efficiency"),
         },
         "nccl": {host: (r.get("nccl") or {}).get("result") for host, r in nodes.items() if (r or {}).get("nccl")},
+        "nccl_across": (cluster.get("nccl_across") or {}).get("result"),
+        # The bus bandwidth the plan's link carries, drawn on the chart (the first module that said).
+        "expected_busbw": next(
+            (
+                r["expected_busbw"]
+                for r in [cluster.get("nccl_across"), collective, *((n or {}).get("nccl") for n in nodes.values())]
+                if isinstance(r, dict) and r.get("expected_busbw")
+            ),
+            None,
+        ),
     }
 
 
@@ -175,6 +190,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
 .muted{color:#59636e}
 .verdict{border-radius:10px;padding:18px 22px;color:#fff;margin:16px 0}
 .verdict b{font-size:26px;display:block}
+.reasons{margin:8px 0 0;padding-left:20px}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:14px 18px;margin:10px 0}
 table{border-collapse:collapse;width:100%} th,td{padding:6px 8px;text-align:left;border-bottom:1px solid #eaeef2}
 th{font-weight:600;background:#f6f8fa}
@@ -207,15 +223,20 @@ def _fmt_bytes(size: float) -> str:
     return f"{size:g} TiB"
 
 
-def line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_label: str) -> str:
-    """SVG line chart, log2 x axis (message sizes), linear y from 0."""
+def line_chart(
+    series: dict[str, list[tuple[float, float]]],
+    x_label: str,
+    y_label: str,
+    reference: tuple[float, str] | None = None,
+) -> str:
+    """SVG line chart, log2 x axis (message sizes), linear y from 0; reference: (y, label), a dashed line."""
     points = [p for pts in series.values() for p in pts if p[0] > 0]
     if not points:
         return '<p class="muted">No measurements to plot.</p>'
     width, height, left, bottom, top, right = 720, 300, 64, 44, 16, 36
     xs = [math.log2(p[0]) for p in points]
     x_min, x_max = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-    y_max = max(p[1] for p in points) * 1.1 or 1.0
+    y_max = max([p[1] for p in points] + [reference[0] if reference else 0]) * 1.1 or 1.0
 
     def sx(x: float) -> float:
         return left + (math.log2(x) - x_min) / (x_max - x_min) * (width - left - right)
@@ -243,6 +264,13 @@ def line_chart(series: dict[str, list[tuple[float, float]]], x_label: str, y_lab
         f'<text x="14" y="{(top + height - bottom) / 2}" font-size="12" text-anchor="middle" '
         f'transform="rotate(-90 14 {(top + height - bottom) / 2})">{_e(y_label)}</text>'
     )
+    if reference:
+        y = sy(reference[0])
+        out.append(
+            f'<line class="expected" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#c62828" '
+            f'stroke-width="1.5" stroke-dasharray="6 4"/><text x="{width - right}" y="{y - 5:.1f}" font-size="11" '
+            f'text-anchor="end" fill="#c62828">{_e(reference[1])}</text>'
+        )
     for i, (name, pts) in enumerate(series.items()):
         colour = palette[i % len(palette)]
         pts = sorted(p for p in pts if p[0] > 0)
@@ -316,6 +344,15 @@ def efficiency_bar(efficiency: float | None, ddp: dict[str, Any] | None, healthy
         f"Above {healthy:.0%}: healthy; {acceptable:.0%}-{healthy:.0%}: look at the network; "
         f"below {acceptable:.0%}: look at I/O and synchronisation.</p>"
     )
+    if ddp.get("step_time_weak_ms"):
+        weak = float(ddp["step_time_1_ms"]) / float(ddp["step_time_weak_ms"])
+        out.append(
+            f"<p>Weak scaling (information): each of {_e(ddp.get('workers'))} workers on batch "
+            f"{_e(ddp.get('global_batch'))}, TW = {_e(ddp['step_time_weak_ms'])} ms; T1 / TW = {weak:.0%}. "
+            f"The batch was sized so that one worker's step takes at least {_e(ddp.get('min_step_ms'))} ms "
+            f"({_e(ddp.get('depth'))} x {_e(ddp.get('width'))} model, {_e(ddp.get('gradient_bytes'))} gradient bytes "
+            "per step).</p>"
+        )
     return "".join(out)
 
 
@@ -325,12 +362,26 @@ def _busbw_series(report: dict[str, Any]) -> dict[str, list[tuple[float, float]]
     if result.get("allreduce"):
         name = f"torch {result.get('backend')} all-reduce, {result.get('world_size')} workers"
         series[name] = [(r["bytes"], r["busbw_gbs"]) for r in result["allreduce"]]
-    for host, nccl in sorted((report.get("nccl") or {}).items()):
-        # Rows as NcclResult.as_dict writes them: busbw is the better of out-of-place and in-place.
+    # Rows as NcclResult.as_dict writes them: busbw is the better of out-of-place and in-place.
+    runs = [(f"in {host}", nccl) for host, nccl in sorted((report.get("nccl") or {}).items())]
+    across = report.get("nccl_across") or {}
+    if across:
+        runs.append((f"across {', '.join(sorted(set(across.get('hosts') or []))) or 'nodes'}", across))
+    for where, nccl in runs:
         points = [(row["size"], row["busbw"]) for row in (nccl or {}).get("rows") or []]
         if points:
-            series[f"nccl-tests {nccl.get('collective') or ''} {host}".replace("  ", " ")] = points
+            series[f"nccl-tests {nccl.get('collective') or ''} {where}".replace("  ", " ")] = points
     return series
+
+
+def _banner_reasons(failures: list[dict[str, Any]], shown: int = 8) -> str:
+    """The failing and warning records, one line each, for the verdict banner."""
+    if not failures:
+        return ""
+    items = [f"<li>{_e(f['node'])} &middot; {_e(f['check'])}: {_e(f['message'])}</li>" for f in failures[:shown]]
+    if len(failures) > shown:
+        items.append(f"<li>and {len(failures) - shown} more below</li>")
+    return f"<ul class='reasons'>{''.join(items)}</ul>"
 
 
 def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float = 0.7) -> str:
@@ -344,7 +395,7 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
         f"<div class='verdict' id='verdict' data-status='{_e(verdict)}' style='background:{COLOURS[verdict]}'>",
         f"<b>{_e(report['verdict_text'])}</b>{counts['pass']} passed, {counts['warn']} warnings, "
         f"{counts['fail']} failed, {counts['unavailable']} could not run, "
-        f"{counts[NOT_APPLICABLE]} do not apply to this hardware</div>",
+        f"{counts[NOT_APPLICABLE]} do not apply to this hardware{_banner_reasons(report['failures'])}</div>",
     ]
     parts.append("<h2>What failed, and what to check next</h2><div class='card'>")
     if report["failures"]:
@@ -376,7 +427,9 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
     )
 
     parts.append("<h2>Bus bandwidth against message size</h2><div class='card'>")
-    parts.append(line_chart(_busbw_series(report), "message size", "bus bandwidth (GB/s)"))
+    expected = report.get("expected_busbw")
+    reference = (expected, f"expected {expected:g} GB/s (the plan's link speed)") if expected else None
+    parts.append(line_chart(_busbw_series(report), "message size", "bus bandwidth (GB/s)", reference))
     parts.append("</div><h2>Node-to-node bandwidth</h2><div class='card'>")
     parts.append(heat_map(report["network_matrix"], report.get("network_min_gbps")))
     parts.append("</div><h2>Scaling efficiency</h2><div class='card'>")

@@ -24,7 +24,9 @@ options:
     type: dict
     required: true
   cluster:
-    description: C({consistency, collective}) registered results (the collective one from node rank 0).
+    description:
+      - C({consistency, nccl_across, collective}) registered results - M(gpulab.cluster.cluster_consistency),
+        M(gpulab.cluster.nccl_test) across nodes, and M(gpulab.cluster.collective_bench) from node rank 0.
     type: dict
     default: {}
   dest:

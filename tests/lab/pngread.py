@@ -3,7 +3,6 @@
 import struct
 import sys
 import zlib
-from itertools import pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / ".collections"))
@@ -51,9 +50,12 @@ def png_rows(data):
 
 
 def banner_rows(rows, verdict):
-    """The rows of the top 400 px that are mostly the verdict's colour; asserts they are one block."""
+    """The rows of the verdict banner in the top 400 px: some mostly the verdict's colour, and all of
+    them one block of it at the banner's left padding (the reasons listed in it break rows up)."""
     colour, width = rgb(COLOURS[verdict]), len(rows[0])
     top = [y for y in range(0, 400) if rows[y].count(colour) > width // 2]
     assert top, f"no row in the top 400 px is mostly the {verdict} colour {colour}"
-    assert all(b - a == 1 for a, b in pairwise(top)), "the banner is one block"
-    return top
+    x = rows[top[0]].index(colour) + 8  # inside the padding, clear of the rounded corners' curve
+    block = [y for y in range(0, 400) if rows[y][x] == colour]
+    assert block == list(range(block[0], block[-1] + 1)), "the banner is one block"
+    return block

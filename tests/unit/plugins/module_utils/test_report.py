@@ -98,7 +98,7 @@ def test_html_is_self_contained_and_escaped():
     assert page.count("<polyline") == 1  # the all-reduce series
     assert ">failed</td>" in page  # the gpu2 -> gpu1 cell of the heat map
     assert "46%</text>" in page  # the efficiency marker
-    assert "<code>--tags validate_collective</code>" in page
+    assert "<code>--skip-tags validate_network</code>" in page
 
 
 def test_empty_charts_say_so():
@@ -113,7 +113,7 @@ def test_the_chart_plots_what_the_nccl_parser_returns():
     nodes = {"gpu1": {"reached": True, "nccl": {"checks": checks, "result": parsed.as_dict()}}}
     data = report.build(nodes, {}, "t")
     series = report._busbw_series(data)
-    assert series == {"nccl-tests all_reduce gpu1": [(r.size, r.best_busbw) for r in parsed.rows]}
+    assert series == {"nccl-tests all_reduce in gpu1": [(r.size, r.best_busbw) for r in parsed.rows]}
     assert report.render_html(data).count("<polyline") == 1
 
 
@@ -125,3 +125,22 @@ def test_not_applicable_never_changes_a_verdict():
     only_na = {"gpu1": {"reached": True, "gpu": {"checks": geforce[1:]}}}
     assert report.build(only_na, {"consistency": {"checks": [rec("consistency.os", "pass")]}}, "t")["verdict"] == "pass"
     assert "1 do not apply to this hardware" in report.render_html(data)
+
+
+def test_the_banner_lists_each_failing_record():
+    nodes, cluster = inputs()
+    data = report.build(nodes, cluster, "t")
+    page = report.render_html(data)
+    banner = page.split("id='verdict'", 1)[1].split("</div>", 1)[0]
+    assert banner.count("<li>") == len(data["failures"]) == 4
+    assert "<li>gpu2 &middot; bandwidth.gpu1: TCP to gpu1</li>" in banner
+    assert "<ul" not in report.render_html(report.build({"gpu1": {"reached": True}}, {}, "t")).split("</div>")[1]
+
+
+def test_a_check_that_errored_under_failed_when_false_fails():
+    # What Ansible registers for a module's fail_json with failed_when: false: failed is false.
+    errored = {"failed": False, "failed_when_result": False, "msg": "could not parse nccl-tests output: no rows"}
+    sec = report.section(errored)
+    assert sec["status"] == "fail"
+    assert sec["checks"][0]["message"] == "the check could not complete: could not parse nccl-tests output: no rows"
+    assert report.section({"changed": False, "checks": [], "role": "worker"})["status"] == "skipped"
