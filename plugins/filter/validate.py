@@ -1,4 +1,4 @@
-"""Filters of playbooks/validate.yml: its settings checked before anything runs, and the results gathered."""
+"""Filters of the validation role: its settings checked before anything runs, and the results gathered."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 FAIL_ON = ("fail", "warn", "never")
+PREFIX = "validation_"
+OLD_PREFIX = "validate_"  # the prefix while the settings lived in playbooks/vars/validate.yml
 
 
 def _number(value: Any) -> float | None:
@@ -20,23 +22,29 @@ def _number(value: Any) -> float | None:
 def validate_problems(
     settings: Mapping[str, Any], known_hosts: Iterable[str], gpu_counts: Mapping[str, Any]
 ) -> list[str]:
-    """Problems with the validate_* settings and the GPU counts they hold compute nodes to.
+    """Problems with the validation_* settings and the GPU counts they hold compute nodes to.
 
-    settings: validate_* variables without the prefix; gpu_counts: compute host -> gpulab_gpu_count
+    settings: variable name -> value for every validation_* variable (and any validate_* one, the
+    old prefix, which is refused with its new name); gpu_counts: compute host -> gpulab_gpu_count
     (None if unset), so its keys are the compute nodes.
     """
     known = set(known_hosts)
-    problems = []
+    problems = [
+        f"{name} is no longer read: the setting is {PREFIX}{name[len(OLD_PREFIX) :]} now"
+        for name in sorted(settings)
+        if name.startswith(OLD_PREFIX)
+    ]
+    settings = {k[len(PREFIX) :]: v for k, v in settings.items() if k.startswith(PREFIX)}
     for name in ("net_hosts", "bench_hosts"):
         hosts = settings.get(name) or []
         if isinstance(hosts, str) or not isinstance(hosts, Iterable):
-            problems.append(f"validate_{name} must be a list of inventory hosts, got {hosts!r}")
+            problems.append(f"validation_{name} must be a list of inventory hosts, got {hosts!r}")
             continue
         unknown = sorted(str(h) for h in hosts if h not in known)
         if unknown:
-            problems.append(f"validate_{name} names host(s) not in the inventory: {', '.join(unknown)}")
+            problems.append(f"validation_{name} names host(s) not in the inventory: {', '.join(unknown)}")
         elif name == "bench_hosts" and (not_compute := sorted(str(h) for h in hosts if h not in gpu_counts)):
-            problems.append(f"validate_bench_hosts names host(s) outside the compute group: {', '.join(not_compute)}")
+            problems.append(f"validation_bench_hosts names host(s) outside the compute group: {', '.join(not_compute)}")
 
     def positive(name: str, required: bool = True, upper: float | None = None) -> None:
         value = settings.get(name)
@@ -45,7 +53,7 @@ def validate_problems(
         number = _number(value)
         if number is None or number <= 0 or (upper is not None and number > upper):
             bound = f"in (0, {upper:g}]" if upper is not None else "greater than 0"
-            problems.append(f"validate_{name} must be {bound}, got {value!r}")
+            problems.append(f"validation_{name} must be {bound}, got {value!r}")
 
     positive("net_min_ratio", upper=1)
     positive("net_min_gbps", required=False)
@@ -59,7 +67,8 @@ def validate_problems(
     healthy, acceptable = _number(settings.get("efficiency_healthy")), _number(settings.get("efficiency_acceptable"))
     if healthy is not None and acceptable is not None and acceptable > healthy:
         problems.append(
-            f"validate_efficiency_acceptable ({acceptable:g}) must not exceed validate_efficiency_healthy ({healthy:g})"
+            f"validation_efficiency_acceptable ({acceptable:g}) must not exceed "
+            f"validation_efficiency_healthy ({healthy:g})"
         )
     line_rate = _number(settings.get("net_line_rate_gbps"))
     if line_rate and line_rate > 0:
@@ -70,11 +79,11 @@ def validate_problems(
             number = _number(value)
             if number is not None and number > limit:
                 problems.append(
-                    f"validate_{name} ({number:g} {unit}) is above what the line rate of {line_rate:g} Gbit/s "
+                    f"validation_{name} ({number:g} {unit}) is above what the line rate of {line_rate:g} Gbit/s "
                     f"allows ({limit:g} {unit}): no link could pass"
                 )
     if settings.get("fail_on") not in FAIL_ON:
-        problems.append(f"validate_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
+        problems.append(f"validation_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
     for host, count in sorted(gpu_counts.items()):
         if count is None:
             continue
@@ -95,12 +104,12 @@ def validate_settings_problems(
     return validate_problems(settings, groups.get("all", []), counts)
 
 
-# Registered variable of each node check in validate.yml -> report section.
+# Registered variable of each node check in the validation role -> report section.
 RESULT_VARS = {
-    "gpu": "__validate_gpu",
-    "rdma": "__validate_rdma",
-    "nccl": "__validate_nccl",
-    "network": "__validate_net",
+    "gpu": "__validation_gpu",
+    "rdma": "__validation_rdma",
+    "nccl": "__validation_nccl",
+    "network": "__validation_net",
 }
 
 
@@ -111,7 +120,7 @@ def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dic
     """
     return {
         h: {
-            "reached": bool(hostvars[h].get("__validate_versions")),
+            "reached": bool(hostvars[h].get("__validation_versions")),
             **{section: hostvars[h].get(var) or {} for section, var in RESULT_VARS.items()},
         }
         for h in hosts

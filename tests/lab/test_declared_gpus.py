@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def validate(tmp_path, name, *inventories):
     report_dir = tmp_path / name
-    settings = {"validate_drain": True, "validate_report_dir": str(report_dir)}
+    settings = {"validation_drain": True, "validation_report_dir": str(report_dir)}
     cmd = ["ansible-playbook", "playbooks/validate.yml", "--skip-tags", "validate_long", "-e", json.dumps(settings)]
     for inventory in inventories:
         cmd += ["-i", str(inventory)]
@@ -66,6 +66,8 @@ def test_the_failing_report_shows_the_node(declared, browser, tmp_path):
     dom = browser("--dump-dom", report_dir=report_dir)
     assert 'id="verdict" data-status="fail"' in dom
     assert "<td>gpu2</td><td>gpu_count</td><td>2 GPUs declared, none could be read" in dom
+    banner = dom.split('id="verdict"', 1)[1].split("</div>", 1)[0]  # the banner lists the reason too
+    assert "<li>gpu2 · gpu_count: 2 GPUs declared, none could be read" in banner, banner
     browser("--screenshot=/out/failing.png", "--window-size=1280,1400", out_dir=tmp_path, report_dir=report_dir)
     banner_rows(png_rows((tmp_path / "failing.png").read_bytes())[2], "fail")
 

@@ -1,5 +1,7 @@
 """The lab's validation report holds real measurements, and a browser shows its verdict."""
 
+import subprocess
+
 from pngread import banner_rows, png_rows
 
 LAB_NODES = {"mgmt1", "storage1", "gpu1", "gpu2"}
@@ -33,14 +35,27 @@ def test_gloo_benchmark_ran_on_both_compute_nodes(report):
     result = report["collective"]["result"]
     assert (result["backend"], result["world_size"], result["hosts"]) == ("gloo", 2, ["gpu1", "gpu2"])
     sizes = [row["bytes"] for row in result["allreduce"]]
-    assert sizes == sorted(sizes) and len(sizes) == 4
+    assert sizes == [4096, 65536, 1048576, 16777216]  # the CPU sweep
     assert all(row["busbw_gbs"] > 0 for row in result["allreduce"])
     ddp = result["ddp"]
-    assert ddp["step_time_1_ms"] > 0 and ddp["step_time_n_ms"] > 0
+    assert ddp["step_time_1_ms"] >= ddp["min_step_ms"] and ddp["step_time_n_ms"] > 0 and ddp["step_time_weak_ms"] > 0
+    checks = {c["check"]: c for c in report["cluster"]["collective"]["checks"]}
+    assert checks["collective.step_time"]["status"] == "pass"
+    assert checks["scaling_weak"]["value"] == round(ddp["step_time_1_ms"] / ddp["step_time_weak_ms"], 3)
     efficiency = ddp["step_time_1_ms"] / (2 * ddp["step_time_n_ms"])
     assert abs(report["collective"]["efficiency"] - efficiency) < 1e-9
     record = next(c for c in report["cluster"]["collective"]["checks"] if c["check"] == "scaling_efficiency")
     assert record["value"] == round(efficiency, 3)
+
+
+def test_benchmark_ran_as_a_slurm_job_on_both_nodes(report):
+    # Slurm runs in the lab, so the benchmark is one srun job step with torchrun on each node.
+    job = report["collective"]["result"]["slurm_job_id"]
+    assert job, "the benchmark did not run under Slurm"
+    sacct = ["docker", "exec", "mgmt1", "sacct", "-n", "-P", "-X", "-j", job, "-o", "JobName,NNodes,NodeList,State"]
+    assert subprocess.run(sacct, capture_output=True, text=True, check=True).stdout.split() == [
+        "gpulab-bench|2|gpu[1-2]|COMPLETED"
+    ]
 
 
 def test_versions_compared(report):
@@ -54,6 +69,7 @@ def test_browser_renders_the_verdict(report, browser):
     assert f'id="verdict" data-status="{report["verdict"]}"' in dom
     assert report["verdict_text"] in dom
     assert dom.count("<tr><th>") >= 2 * len(LAB_NODES)  # node table and heat map rows
+    assert dom.count("<polyline") == 1  # the torch all-reduce curve (no nccl-tests without GPUs)
 
 
 def test_screenshot_shows_the_verdict_banner(report, browser, tmp_path):

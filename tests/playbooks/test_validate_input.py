@@ -28,16 +28,23 @@ def validate(extra_vars):
 @pytest.mark.parametrize(
     "extra_vars, message",
     [
-        ({"validate_bench_hosts": ["gpu1", "gpu9"]}, "validate_bench_hosts names host(s) not in the inventory: gpu9"),
-        ({"gpulab_gpu_count": 0}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0"),
-        ({"validate_net_min_gbps": -1}, "validate_net_min_gbps must be greater than 0, got -1"),
-        ({"validate_efficiency_healthy": -1}, "validate_efficiency_healthy must be in (0, 1], got -1"),
-        ({"validate_net_min_ratio": 1.2}, "validate_net_min_ratio must be in (0, 1], got 1.2"),
-        ({"validate_bench_hosts": ["mgmt1"]}, "validate_bench_hosts names host(s) outside the compute group: mgmt1"),
-        ({"gpulab_gpu_count": 1.5}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 1.5"),
         (
-            {"validate_net_line_rate_gbps": 10, "validate_bench_min_busbw_gbs": 2},
-            "validate_bench_min_busbw_gbs (2 GB/s) is above what the line rate of 10 Gbit/s allows (1.25 GB/s)",
+            {"validation_bench_hosts": ["gpu1", "gpu9"]},
+            "validation_bench_hosts names host(s) not in the inventory: gpu9",
+        ),
+        ({"gpulab_gpu_count": 0}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0"),
+        ({"validation_net_min_gbps": -1}, "validation_net_min_gbps must be greater than 0, got -1"),
+        ({"validation_efficiency_healthy": -1}, "validation_efficiency_healthy must be in (0, 1], got -1"),
+        ({"validation_net_min_ratio": 1.2}, "validation_net_min_ratio must be in (0, 1], got 1.2"),
+        (
+            {"validation_bench_hosts": ["mgmt1"]},
+            "validation_bench_hosts names host(s) outside the compute group: mgmt1",
+        ),
+        ({"gpulab_gpu_count": 1.5}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 1.5"),
+        ({"validate_drain": True}, "validate_drain is no longer read: the setting is validation_drain now"),
+        (
+            {"validation_net_line_rate_gbps": 10, "validation_bench_min_busbw_gbs": 2},
+            "validation_bench_min_busbw_gbs (2 GB/s) is above what the line rate of 10 Gbit/s allows (1.25 GB/s)",
         ),
     ],
 )
@@ -45,6 +52,14 @@ def test_bad_settings_are_refused_with_a_message(extra_vars, message):
     run = validate(extra_vars)
     output = run.stdout + run.stderr
     assert run.returncode != 0
-    assert "validate.yml settings have" in output, output[-3000:]
+    assert "validation settings have" in output, output[-3000:]
     assert message in output
     assert "Install the measurement tools" not in output  # stopped before any node was touched
+
+
+def test_a_setting_of_the_wrong_type_is_refused_by_the_role_spec():
+    run = validate({"validation_net_streams": "many"})
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "validation_net_streams" in output and "many" in output, output[-3000:]
+    assert "Install the measurement tools" not in output

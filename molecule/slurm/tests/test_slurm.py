@@ -161,8 +161,31 @@ TWO_GPUS = (ROOT / "tests/unit/fixtures/nvidia_smi/query_rtx4090_550.csv").read_
 
 
 def validate(ansible_playbook, tmp_path):
-    settings = {"validate_drain": True, "validation_collective_bench": False, "validate_report_dir": str(tmp_path)}
+    settings = {
+        "validation_drain": True,
+        "validation_collective_bench": False,
+        "validation_report_dir": str(tmp_path),
+        "validation_net_line_rate_gbps": 100,
+    }
     return ansible_playbook("playbooks/validate.yml", "--skip-tags", "validate_long", "-e", json.dumps(settings))
+
+
+# Test stand-in for nccl-tests: each rank notes where it ran and what it was granted; rank 0 prints
+# a recorded two-node run (nccl-tests itself cannot be built here: its source is unreachable).
+FAKE_NCCL = r"""#!/bin/bash
+echo "${SLURM_JOB_ID:-none} ${SLURM_PROCID:-none} $(hostname) ${CUDA_VISIBLE_DEVICES:-none} $*" >> /var/tmp/ranks
+[ "${SLURM_PROCID:-0}" = 0 ] && cat /usr/local/share/gpulab-nccl.txt
+exit 0
+"""
+NCCL_RUN = (ROOT / "tests/unit/fixtures/nccl/current_2node_roce_pass.txt").read_text()
+
+
+def fake_nccl_tests(host):
+    host.check_output(f"printf %s {shlex.quote(NCCL_RUN)} > /usr/local/share/gpulab-nccl.txt")
+    host.check_output(
+        f"mkdir -p /opt/nccl-tests/build && printf %s {shlex.quote(FAKE_NCCL)} > /opt/nccl-tests/build/all_reduce_perf"
+        " && chmod 755 /opt/nccl-tests/build/all_reduce_perf && rm -f /var/tmp/ranks"
+    )
 
 
 def fake_gpus(host, csv):
@@ -191,10 +214,32 @@ def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_play
     gpu1, gpu2 = node("slurm-gpu1"), node("slurm-gpu2")
     fake_gpus(gpu1, TWO_GPUS)
     fake_gpus(gpu2, TWO_GPUS.splitlines(keepends=True)[0])  # the query sees one GPU of the two
+    for host in (gpu1, gpu2):
+        fake_nccl_tests(host)
     try:
         run = validate(ansible_playbook, tmp_path)
         assert run.returncode == 2, run.stdout[-3000:]
         assert "slurm-gpu2 gpu_count: 1 GPUs found via" in run.stdout
+        # nccl-tests across the nodes ran as one Slurm job step: 2 ranks on each node, the node's 2 GPUs
+        # granted (srun --mpi=pmix needs libpmix2, which the role installs).
+        ranks = sorted(
+            line.split() for h in (gpu1, gpu2) for line in h.file("/var/tmp/ranks").content_string.splitlines()
+        )
+        in_node = [r for r in ranks if r[0] == "none"]  # each node's own run, outside Slurm
+        in_job = [r for r in ranks if r[0] != "none"]
+        assert len(in_node) == 2 and len({r[0] for r in in_job}) == 1, ranks
+        assert sorted((r[1], r[2]) for r in in_job) == [
+            ("0", "slurm-gpu1"),
+            ("1", "slurm-gpu1"),
+            ("2", "slurm-gpu2"),
+            ("3", "slurm-gpu2"),
+        ], ranks
+        assert all(r[3] == "0,1" and r[4:6] == ["-b", "256M"] for r in in_job), ranks
+        report = json.loads((tmp_path / "latest" / "report.json").read_text())
+        across = report["cluster"]["nccl_across"]
+        busbw = next(c for c in across["checks"] if c["check"] == "nccl_busbw")
+        assert (across["status"], busbw["status"], busbw["threshold"]) == ("pass", "pass", 10.8), across
+        assert report["expected_busbw"] == 12.0
         state, reason = node_state(ctl, "slurm-gpu2")
         assert "DRAIN" in state and reason.startswith("gpulab: validate: gpu_count"), (state, reason)
         assert "DRAIN" not in node_state(ctl, "slurm-gpu1")[0]
@@ -205,6 +250,10 @@ def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_play
         fake_gpus(gpu2, TWO_GPUS)  # both GPUs back
         run = validate(ansible_playbook, tmp_path)
         assert run.returncode == 0, run.stdout[-3000:]
+        # gpu2 was still drained when this run began: the run across nodes left it out and said so.
+        across = json.loads((tmp_path / "latest" / "report.json").read_text())["cluster"]["nccl_across"]
+        assert [c["check"] for c in across["checks"]] == ["nccl_nodes", "nccl_run"], across
+        assert "slurm-gpu2 (IDLE+DRAIN: gpulab: validate: gpu_count" in across["checks"][0]["message"]
         assert wait_for(lambda: node_state(ctl, "slurm-gpu2") == ("IDLE", ""), 30), node_state(ctl, "slurm-gpu2")
         report = json.loads((tmp_path / "latest" / "report.json").read_text())
         gpu = report["nodes"]["slurm-gpu1"]["sections"]["gpu"]
@@ -216,7 +265,10 @@ def test_validate_drains_a_failing_node_and_resumes_it_once_healthy(ansible_play
         )
     finally:
         for host in (gpu1, gpu2):
-            host.check_output("rm -f /usr/local/bin/nvidia-smi /usr/local/share/gpulab-query.csv")
+            host.check_output(
+                "rm -rf /usr/local/bin/nvidia-smi /usr/local/share/gpulab-query.csv /opt/nccl-tests "
+                "/usr/local/share/gpulab-nccl.txt /var/tmp/ranks"
+            )
 
 
 def test_config_change_restarts_only_what_it_must(ansible_playbook, ctl, node):

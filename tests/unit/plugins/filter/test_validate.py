@@ -1,20 +1,25 @@
 from ansible_collections.gpulab.cluster.plugins.filter.validate import validate_problems
 
 GOOD = {
-    "net_hosts": ["gpu1", "gpu2"],
-    "bench_hosts": ["gpu1", "gpu2"],
-    "net_min_ratio": 0.9,
-    "net_min_gbps": None,
-    "net_line_rate_gbps": 100,
-    "net_streams": 4,
-    "net_duration": 5,
-    "bench_global_batch": 256,
-    "bench_min_busbw_gbs": None,
-    "efficiency_healthy": 0.9,
-    "efficiency_acceptable": 0.7,
-    "fail_on": "fail",
+    "validation_net_hosts": ["gpu1", "gpu2"],
+    "validation_bench_hosts": ["gpu1", "gpu2"],
+    "validation_net_min_ratio": 0.9,
+    "validation_net_min_gbps": None,
+    "validation_net_line_rate_gbps": 100,
+    "validation_net_streams": 4,
+    "validation_net_duration": 5,
+    "validation_bench_global_batch": 256,
+    "validation_bench_min_busbw_gbs": None,
+    "validation_efficiency_healthy": 0.9,
+    "validation_efficiency_acceptable": 0.7,
+    "validation_fail_on": "fail",
 }
 HOSTS = ["mgmt1", "gpu1", "gpu2"]
+
+
+def settings_with(**changes):
+    """GOOD with some settings changed, named without the prefix."""
+    return {**GOOD, **{f"validation_{k}": v for k, v in changes.items()}}
 
 
 def test_good_settings_pass():
@@ -22,36 +27,36 @@ def test_good_settings_pass():
 
 
 def test_unknown_host_zero_gpus_and_negative_threshold():
-    settings = dict(GOOD, bench_hosts=["gpu1", "gpu9"], net_min_gbps=-1, efficiency_acceptable=0.95)
+    settings = settings_with(bench_hosts=["gpu1", "gpu9"], net_min_gbps=-1, efficiency_acceptable=0.95)
     assert validate_problems(settings, HOSTS, {"gpu1": 0, "gpu2": "two"}) == [
-        "validate_bench_hosts names host(s) not in the inventory: gpu9",
-        "validate_net_min_gbps must be greater than 0, got -1",
-        "validate_efficiency_acceptable (0.95) must not exceed validate_efficiency_healthy (0.9)",
+        "validation_bench_hosts names host(s) not in the inventory: gpu9",
+        "validation_net_min_gbps must be greater than 0, got -1",
+        "validation_efficiency_acceptable (0.95) must not exceed validation_efficiency_healthy (0.9)",
         "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on nodes without GPUs",
         "gpu2: gpulab_gpu_count must be a whole number of at least 1, got 'two'; leave it unset on nodes without GPUs",
     ]
 
 
 def test_types_and_ranges():
-    settings = dict(GOOD, net_hosts="gpu1", net_min_ratio=1.5, net_streams=True, fail_on="sometimes")
+    settings = settings_with(net_hosts="gpu1", net_min_ratio=1.5, net_streams=True, fail_on="sometimes")
     assert validate_problems(settings, HOSTS, {"gpu1": None, "gpu2": None}) == [
-        "validate_net_hosts must be a list of inventory hosts, got 'gpu1'",
-        "validate_net_min_ratio must be in (0, 1], got 1.5",
-        "validate_net_streams must be greater than 0, got True",
-        "validate_fail_on must be one of fail, warn, never, got 'sometimes'",
+        "validation_net_hosts must be a list of inventory hosts, got 'gpu1'",
+        "validation_net_min_ratio must be in (0, 1], got 1.5",
+        "validation_net_streams must be greater than 0, got True",
+        "validation_fail_on must be one of fail, warn, never, got 'sometimes'",
     ]
 
 
 def test_thresholds_above_the_line_rate_and_benchmarks_off_the_compute_nodes():
-    settings = dict(GOOD, bench_hosts=["gpu1", "mgmt1"], net_min_gbps=120, bench_min_busbw_gbs=12.6)
+    settings = settings_with(bench_hosts=["gpu1", "mgmt1"], net_min_gbps=120, bench_min_busbw_gbs=12.6)
     assert validate_problems(settings, HOSTS, {"gpu1": 2, "gpu2": None}) == [
-        "validate_bench_hosts names host(s) outside the compute group: mgmt1",
-        "validate_net_min_gbps (120 Gbit/s) is above what the line rate of 100 Gbit/s allows (100 Gbit/s): "
+        "validation_bench_hosts names host(s) outside the compute group: mgmt1",
+        "validation_net_min_gbps (120 Gbit/s) is above what the line rate of 100 Gbit/s allows (100 Gbit/s): "
         "no link could pass",
-        "validate_bench_min_busbw_gbs (12.6 GB/s) is above what the line rate of 100 Gbit/s allows (12.5 GB/s): "
+        "validation_bench_min_busbw_gbs (12.6 GB/s) is above what the line rate of 100 Gbit/s allows (12.5 GB/s): "
         "no link could pass",
     ]
-    good = dict(GOOD, net_min_gbps=100, bench_min_busbw_gbs=12.5)
+    good = settings_with(net_min_gbps=100, bench_min_busbw_gbs=12.5)
     assert validate_problems(good, HOSTS, {"gpu1": 2, "gpu2": None}) == []
 
 
@@ -68,8 +73,20 @@ def test_filter_reads_gpu_counts_from_hostvars():
 def test_results_gathered_per_host_with_missing_ones_empty():
     from ansible_collections.gpulab.cluster.plugins.filter.validate import validation_results
 
-    gpu1 = {"__validate_versions": {"versions": {}}, "__validate_gpu": {"status": "pass"}, "__validate_net": {"a": 1}}
+    gpu1 = {
+        "__validation_versions": {"versions": {}},
+        "__validation_gpu": {"status": "pass"},
+        "__validation_net": {"a": 1},
+    }
     assert validation_results({"gpu1": gpu1, "mgmt1": {}}, ["gpu1", "mgmt1"]) == {
         "gpu1": {"reached": True, "gpu": {"status": "pass"}, "rdma": {}, "nccl": {}, "network": {"a": 1}},
         "mgmt1": {"reached": False, "gpu": {}, "rdma": {}, "nccl": {}, "network": {}},
     }
+
+
+def test_an_old_validate_setting_is_refused_with_its_new_name():
+    settings = dict(GOOD, validate_drain=True, validate_net_min_gbps=5)
+    assert validate_problems(settings, HOSTS, {"gpu1": 2, "gpu2": None}) == [
+        "validate_drain is no longer read: the setting is validation_drain now",
+        "validate_net_min_gbps is no longer read: the setting is validation_net_min_gbps now",
+    ]
