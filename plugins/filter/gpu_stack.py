@@ -221,10 +221,12 @@ def nccl_settings(plan: Mapping[str, Any], rdma_devices: list[str] | None = None
             gid = options.get("gid_index")
             gid = roce["gid_index"] if gid in (None, "") else gid
             add("NCCL_IB_GID_INDEX", gid, "the RoCE v2 GID carrying the node's IPv4 address (rdma_health reports it)")
+            ecn = " with ECN-capable transport" if roce["ecn"] is True else ""
             add(
                 "NCCL_IB_TC",
-                dscp * 4,
-                f"traffic class = DSCP {dscp} << 2, so RDMA lands on the lossless PFC priority {roce['pfc_priority']}",
+                roce["traffic_class"],
+                f"traffic class = DSCP {dscp} << 2{ecn}, as RDMA-CM's and the switch's: "
+                f"PFC priority {roce['pfc_priority']}",
             )
         else:
             sl = (plan.get("infiniband") or {}).get("service_level")

@@ -14,24 +14,25 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpulab.cluster.plugins.module_utils import plan as plan_defaults
 
 TOOLS = ("dcb", "mlnx_qos", "none")
-ECT0 = 2  # ECN-capable transport in the low two bits of the IPv4 ToS byte
 
 
-def roce_qos(plan: dict[str, Any], ecn: bool = True) -> dict[str, int]:
-    """{priority, dscp, tos} of the plan's RoCE traffic (defaults in module_utils/plan.py)."""
+def roce_qos(plan: dict[str, Any]) -> dict[str, Any]:
+    """{priority, dscp, ecn, tos} of the plan's RoCE traffic (defaults in module_utils/plan.py)."""
     roce = plan_defaults.roce(plan)
     priority, dscp = int(roce["pfc_priority"]), int(roce["dscp"])
     if not (0 <= priority <= 7 and 0 <= dscp <= 63):
         raise AnsibleFilterError(f"gpulab_network.roce: pfc_priority {priority} (0-7) and dscp {dscp} (0-63)")
-    return {"priority": priority, "dscp": dscp, "tos": dscp << 2 | (ECT0 if ecn else 0)}
+    if not isinstance(roce["ecn"], bool):
+        raise AnsibleFilterError(f"gpulab_network.roce.ecn must be true or false, got {roce['ecn']!r}")
+    return {"priority": priority, "dscp": dscp, "ecn": roce["ecn"], "tos": roce["traffic_class"]}
 
 
-def roce_qos_commands(plan: dict[str, Any], netdev: str, tool: str = "dcb", ecn: bool = True) -> list[str]:
+def roce_qos_commands(plan: dict[str, Any], netdev: str, tool: str = "dcb") -> list[str]:
     """Shell lines that make `netdev` lossless for RoCE; the RDMA device is looked up at run time."""
     if tool not in TOOLS:
         raise AnsibleFilterError(f"rdma_qos_tool must be one of {', '.join(TOOLS)}; got '{tool}'")
-    qos = roce_qos(plan, ecn)
-    prio, dscp = qos["priority"], qos["dscp"]
+    qos = roce_qos(plan)
+    prio, dscp, ecn = qos["priority"], qos["dscp"], qos["ecn"]
     if tool == "dcb":
         pfc = " ".join(f"{i}:{'on' if i == prio else 'off'}" for i in range(8))
         # mlx5 switches the port to DSCP trust when it gets its first DSCP APP entry.

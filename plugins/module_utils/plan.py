@@ -9,17 +9,26 @@ from typing import Any
 ROCE_PFC_PRIORITY = 3
 ROCE_DSCP = 26
 ROCE_GID_INDEX = 3
+# ECN on the RoCE priority; the packets then carry ECN-capable transport (ECT(0)) in the ToS byte.
+ROCE_ECN = True
+ECT0 = 2
 # A 100 Gb/s link carries at most ~12 GB/s of bus bandwidth (line rate 12.5 GB/s).
 LINK_EFFICIENCY = 0.96
 
 
 def roce(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan's roce section with the defaults filled in: {pfc_priority, dscp, gid_index}."""
+    """The plan's roce section with the defaults filled in: {pfc_priority, dscp, gid_index, ecn,
+    traffic_class}. traffic_class is the one ToS byte RoCE traffic carries - RDMA-CM's default,
+    NCCL_IB_TC and the switch checklist all use it: DSCP << 2, with ECT(0) when ECN is on."""
     given = plan.get("roce") or {}
+    dscp = given.get("dscp", ROCE_DSCP)
+    ecn = given.get("ecn", ROCE_ECN)
     return {
         "pfc_priority": given.get("pfc_priority", ROCE_PFC_PRIORITY),
-        "dscp": given.get("dscp", ROCE_DSCP),
+        "dscp": dscp,
         "gid_index": given.get("gid_index", ROCE_GID_INDEX),
+        "ecn": ecn,
+        "traffic_class": int(dscp) << 2 | (ECT0 if ecn is True else 0),
     }
 
 

@@ -115,12 +115,15 @@ def test_nccl_conf_for_the_roce_plan(node):
         "NCCL_SOCKET_IFNAME": "enp65s0f0np0.20",
         "NCCL_IB_HCA": "=mlx5_0",
         "NCCL_IB_GID_INDEX": "3",
-        "NCCL_IB_TC": "104",
+        "NCCL_IB_TC": "106",
         "NCCL_BUFFSIZE": "8388608",
         "NCCL_DEBUG": "WARN",
     }
     text = node("gs-roce").file("/etc/nccl.conf").content_string
-    assert "# traffic class = DSCP 26 << 2, so RDMA lands on the lossless PFC priority 3\nNCCL_IB_TC=104\n" in text
+    assert (
+        "# traffic class = DSCP 26 << 2 with ECN-capable transport, as RDMA-CM's and the switch's: PFC priority 3\n"
+        "NCCL_IB_TC=106\n"
+    ) in text
 
 
 def test_nccl_conf_for_the_infiniband_plan(node):

@@ -189,7 +189,7 @@ def test_nccl_conf_for_roce():
         "NCCL_SOCKET_IFNAME": "enp65s0f0np0.20",
         "NCCL_IB_HCA": "=mlx5_0,mlx5_1",
         "NCCL_IB_GID_INDEX": "3",
-        "NCCL_IB_TC": "104",
+        "NCCL_IB_TC": "106",  # DSCP 26 << 2 with ECT(0): the ToS RDMA-CM and the switch checklist use
         "NCCL_BUFFSIZE": "8388608",
         "NCCL_DEBUG": "WARN",
     }
@@ -205,7 +205,9 @@ def test_nccl_conf_overrides_and_extra_settings_come_last():
         {"gid_index": "", "socket_ifname": "bond0.20", "proto": "Simple", "extra": {"NCCL_NET_GDR_LEVEL": "PHB"}},
     )
     conf = as_conf(settings)
-    assert conf["NCCL_IB_GID_INDEX"] == "1" and conf["NCCL_IB_TC"] == "96"
+    assert conf["NCCL_IB_GID_INDEX"] == "1" and conf["NCCL_IB_TC"] == "98"  # 24 << 2 | ECT(0)
+    no_ecn = as_conf(nccl_settings(dict(ROCE_PLAN, roce={"dscp": 24, "ecn": False}), [], {}))
+    assert no_ecn["NCCL_IB_TC"] == "96"
     assert conf["NCCL_SOCKET_IFNAME"] == "bond0.20" and conf["NCCL_PROTO"] == "Simple"
     assert "NCCL_IB_HCA" not in conf
     assert settings[-1]["name"] == "NCCL_NET_GDR_LEVEL"

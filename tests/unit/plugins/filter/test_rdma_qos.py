@@ -9,9 +9,11 @@ PLAN = {"fabric": "roce", "roce": {"pfc_priority": 3, "dscp": 26}}
 
 
 def test_tos_is_dscp_shifted_with_ect0():
-    assert roce_qos(PLAN) == {"priority": 3, "dscp": 26, "tos": 106}
-    assert roce_qos(PLAN, ecn=False)["tos"] == 104
-    assert roce_qos({"roce": {}}) == {"priority": 3, "dscp": 26, "tos": 106}  # the handbook's defaults
+    assert roce_qos(PLAN) == {"priority": 3, "dscp": 26, "ecn": True, "tos": 106}
+    assert roce_qos({"roce": {"dscp": 26, "ecn": False}})["tos"] == 104
+    assert roce_qos({"roce": {}}) == {"priority": 3, "dscp": 26, "ecn": True, "tos": 106}  # the handbook's defaults
+    with pytest.raises(AnsibleFilterError, match="gpulab_network.roce.ecn must be true or false, got 'yes'"):
+        roce_qos({"roce": {"ecn": "yes"}})
 
 
 def test_dcb_commands():
@@ -29,8 +31,8 @@ def test_dcb_commands():
 
 
 def test_mlnx_qos_commands_on_another_priority_without_ecn():
-    plan = {"roce": {"pfc_priority": 5, "dscp": 46}}
-    lines = roce_qos_commands(plan, "eth2", tool="mlnx_qos", ecn=False)
+    plan = {"roce": {"pfc_priority": 5, "dscp": 46, "ecn": False}}
+    lines = roce_qos_commands(plan, "eth2", tool="mlnx_qos")
     assert lines[:3] == [
         "mlnx_qos -i eth2 --trust dscp",
         "mlnx_qos -i eth2 --pfc 0,0,0,0,0,1,0,0",
