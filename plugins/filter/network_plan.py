@@ -7,6 +7,7 @@ inventory alone lets one node be added with `--limit` (no facts from the others 
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import netaddr
@@ -40,9 +41,12 @@ def _subnet(plan: dict[str, Any], traffic_class: str) -> netaddr.IPNetwork:
 
 
 def node_address(plan: dict[str, Any], traffic_class: str, index: int) -> str:
-    """Address of node number `index` on `traffic_class` ('management', 'compute', ...)."""
+    """Address of node number `index` on `traffic_class` ('management', 'compute', ...). A string of
+    digits counts as its number: `-e gpulab_node_index=3` gives the string '3'."""
+    if isinstance(index, str) and index.strip().isdigit():
+        index = int(index)
     if not isinstance(index, int) or isinstance(index, bool) or index < 1:
-        raise AnsibleFilterError(f"gpulab_node_index must be a positive integer, got {index!r}")
+        raise AnsibleFilterError(f"gpulab_node_index must be a whole number of at least 1, got {index!r}")
     net = _subnet(plan, traffic_class)
     host_number = int(plan.get("address_offset", DEFAULT_OFFSET)) + index
     usable = net.size - 2 if net.version == 4 and net.prefixlen < 31 else net.size
@@ -259,11 +263,32 @@ def _routing_problems(where: str, network: dict[str, Any], subnet: netaddr.IPNet
     return problems
 
 
+# The keys a plan may hold, at each level; anything else is a typo or a setting gpulab does not read.
+PLAN_KEYS = ("fabric", "link_speed_gbps", "address_offset", "networks", "bonds", "roce", "infiniband")
+NETWORK_KEYS = ("subnet", "vlan", "mtu", "interface", "gateway", "dns")
+SECTION_KEYS = {"roce": ("pfc_priority", "dscp", "gid_index", "ecn"), "infiniband": ("service_level",)}
+
+
+def _unknown_keys(where: str, given: Any, known: tuple[str, ...]) -> list[str]:
+    if not isinstance(given, dict):
+        return []
+    problems = []
+    for key in sorted(str(k) for k in given if k not in known):
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"it takes {', '.join(known)}"
+        problems.append(f"{where} has an unknown key '{key}': {hint}")
+    return problems
+
+
 def plan_problems(plan: Any) -> list[str]:
     """Everything wrong with a network plan, one line each, before any node is touched."""
-    if not isinstance(plan, dict) or not isinstance(plan.get("networks"), dict) or not plan["networks"]:
-        return ["gpulab_network must be a mapping with a non-empty 'networks' mapping"]
-    problems = []
+    if not isinstance(plan, dict):
+        return [f"gpulab_network must be a mapping with a non-empty 'networks' mapping; got {type(plan).__name__}"]
+    problems = _unknown_keys("gpulab_network", plan, PLAN_KEYS)
+    if not isinstance(plan.get("networks"), dict) or not plan["networks"]:
+        return [*problems, "gpulab_network must be a mapping with a non-empty 'networks' mapping"]
+    for section, keys in SECTION_KEYS.items():
+        problems += _unknown_keys(f"gpulab_network.{section}", plan.get(section), keys)
     fabric = plan.get("fabric", "ethernet")
     if fabric not in FABRICS:
         problems.append(f"gpulab_network.fabric must be one of {', '.join(FABRICS)}; got '{fabric}'")
@@ -274,6 +299,7 @@ def plan_problems(plan: Any) -> list[str]:
         if not isinstance(network, dict):
             problems.append(f"{where} must be a mapping (subnet, vlan, mtu, interface)")
             continue
+        problems += _unknown_keys(where, network, NETWORK_KEYS)
         try:
             subnets[name] = _subnet(plan, name)
         except AnsibleFilterError as exc:
@@ -306,6 +332,8 @@ def plan_problems(plan: Any) -> list[str]:
             problems.append(f"gpulab_network.roce.pfc_priority must be from 0 to 7; got {roce['pfc_priority']!r}")
         if not _int_in(roce["dscp"], 0, 63):
             problems.append(f"gpulab_network.roce.dscp must be from 0 to 63; got {roce['dscp']!r}")
+        if not isinstance(roce["ecn"], bool):
+            problems.append(f"gpulab_network.roce.ecn must be true or false; got {roce['ecn']!r}")
     return problems
 
 

@@ -96,15 +96,21 @@ def preflight_problems(
     supported: Iterable[str] | None = None,
 ) -> list[str]:
     """Ansible filter: collect per-host data from hostvars, then run check_hosts."""
-    if not isinstance(plan, Mapping) or "networks" not in plan:
-        raise AnsibleFilterError("gpulab_network must be a mapping with a 'networks' entry")
-    problems: list[str] = plan_problems(dict(plan))
+    problems: list[str] = plan_problems(dict(plan) if isinstance(plan, Mapping) else plan)
     addresses = {}
     if not problems:  # addresses come from the plan: only a sound plan gives them
         try:
             addresses = node_addresses(hostvars, hosts, dict(plan))
         except AnsibleFilterError as exc:
             problems.append(str(exc))
+    first = hostvars[hosts[0]] if hosts else {}
+    no_manager = not first.get("rdma_subnet_manager_hosts") and not first.get("rdma_subnet_manager_external")
+    if isinstance(plan, Mapping) and plan.get("fabric") == "infiniband" and hosts and no_manager:
+        problems.append(
+            "gpulab_network.fabric is infiniband but rdma_subnet_manager_hosts is empty: an InfiniBand fabric "
+            "never comes up without a subnet manager; name the hosts that run opensm, or set "
+            "rdma_subnet_manager_external: true when one runs elsewhere (on a managed switch)"
+        )
     described = {}
     for host in hosts:
         hv = hostvars[host]

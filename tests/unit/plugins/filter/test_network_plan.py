@@ -36,13 +36,33 @@ def test_default_offset_is_10():
         ("management", 245, "does not fit in management subnet 10.10.0.0/24"),
         ("small", 1, "does not fit in small subnet 192.168.5.0/29"),
         ("storage", 1, "has no 'storage' entry; defined traffic classes: compute, management, small"),
-        ("management", 0, "gpulab_node_index must be a positive integer, got 0"),
-        ("management", "3", "gpulab_node_index must be a positive integer, got '3'"),
+        ("management", 0, "gpulab_node_index must be a whole number of at least 1, got 0"),
+        ("management", "three", "gpulab_node_index must be a whole number of at least 1, got 'three'"),
+        ("management", True, "gpulab_node_index must be a whole number of at least 1, got True"),
     ],
 )
 def test_node_address_refuses(traffic_class, index, message):
     with pytest.raises(AnsibleFilterError, match=message):
         node_address(PLAN, traffic_class, index)
+
+
+def test_a_whole_number_given_with_e_counts_as_the_number():
+    # `-e gpulab_node_index=3` arrives as the string '3'.
+    assert node_address(PLAN, "management", "3") == node_address(PLAN, "management", 3)
+
+
+def test_unknown_keys_are_named_with_the_likely_one():
+    plan = dict(PLAN, netwroks={}, roce={"dscp": 26, "ecm": True})
+    plan["networks"] = dict(PLAN["networks"], compute=dict(PLAN["networks"]["compute"], vlna=20))
+    problems = plan_problems(plan)
+    assert "gpulab_network has an unknown key 'netwroks': did you mean 'networks'?" in problems
+    assert "gpulab_network.roce has an unknown key 'ecm': did you mean 'ecn'?" in problems
+    assert "gpulab_network.networks.compute has an unknown key 'vlna': did you mean 'vlan'?" in problems
+    typo_only = {"fabric": "roce", "netwroks": PLAN["networks"]}
+    assert plan_problems(typo_only) == [
+        "gpulab_network has an unknown key 'netwroks': did you mean 'networks'?",
+        "gpulab_network must be a mapping with a non-empty 'networks' mapping",
+    ]
 
 
 def test_bad_subnet_names_the_variable():

@@ -1,5 +1,4 @@
 import pytest
-from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpulab.cluster.plugins.filter.preflight import check_hosts, os_label, preflight_problems
 
@@ -146,9 +145,23 @@ def test_filter_reports_a_host_without_index():
     assert problems[0] == "host odd has neither gpulab_node_index nor gpulab_address; set one in the inventory"
 
 
-def test_filter_refuses_a_plan_without_networks():
-    with pytest.raises(AnsibleFilterError, match="gpulab_network must be a mapping with a 'networks' entry"):
-        preflight_problems({}, [], {"fabric": "roce"})
+def test_a_plan_without_networks_is_a_problem_not_an_error():
+    assert preflight_problems({}, [], {"fabric": "roce", "netwroks": {}}) == [
+        "gpulab_network has an unknown key 'netwroks': did you mean 'networks'?",
+        "gpulab_network must be a mapping with a non-empty 'networks' mapping",
+    ]
+
+
+def test_an_infiniband_fabric_needs_a_subnet_manager():
+    plan = {"fabric": "infiniband", "networks": {"management": {"subnet": "10.0.0.0/24"}}}
+    hostvars = {"gpu1": {"gpulab_node_index": 1}}
+    problems = preflight_problems(hostvars, ["gpu1"], plan)
+    assert any(
+        p.startswith("gpulab_network.fabric is infiniband but rdma_subnet_manager_hosts is empty") for p in problems
+    )
+    for named in ({"rdma_subnet_manager_hosts": ["gpu1"]}, {"rdma_subnet_manager_external": True}):
+        problems = preflight_problems({"gpu1": {"gpulab_node_index": 1, **named}}, ["gpu1"], plan)
+        assert not any("subnet manager" in p for p in problems), problems
 
 
 def test_compute_node_without_gpu_fails_unless_allowed():
