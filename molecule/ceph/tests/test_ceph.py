@@ -122,16 +122,18 @@ def test_a_named_device_becomes_a_third_osd_with_limit(ansible_playbook, st):
     assert re.search(r"ceph-st\s+: ok=\d+\s+changed=0 ", again.stdout), again.stdout[-2000:]
 
 
-def test_a_new_client_joins_with_limit(ansible_playbook, scenario_host):
-    run = ansible_playbook(
-        "playbooks/storage.yml",
-        "--tags",
-        "ceph_client",
-        "--limit",
-        "ceph-c3",
-        inventories=(SCENARIO / "add-client.yml",),
-    )
+def test_a_new_client_joins_with_limit(ansible_playbook, scenario_host, st):
+    args = ("playbooks/storage.yml", "--tags", "ceph_client", "--limit", "ceph-c3")
+    # Check mode makes no key: it says which task would.
+    check = ansible_playbook(*args, "--check", inventories=(SCENARIO / "add-client.yml",))
+    assert check.returncode == 0, check.stdout[-3000:]
+    assert st.run("ceph auth get client.ceph-c3").rc == 2  # ENOENT
+    run = ansible_playbook(*args, inventories=(SCENARIO / "add-client.yml",))
     assert run.returncode == 0, run.stdout[-3000:]
+    # The key is made, and the run says so.
+    created = run.stdout.split("Create this client's key with CephFS caps only]", 1)[1].split("TASK [", 1)[0]
+    assert "changed: [ceph-c3 -> ceph-st]" in created, created
+    assert st.run("ceph auth get client.ceph-c3").rc == 0
     written = scenario_host("ceph-c1").check_output(f"sha256sum {PAYLOAD}").split()[0]
     assert scenario_host("ceph-c3").check_output(f"sha256sum {PAYLOAD}").split()[0] == written
 
