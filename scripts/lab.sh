@@ -15,10 +15,12 @@ if [ -z "${GPULAB_PIP_CACHE+set}" ]; then
 fi
 
 run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed seconds.
+  # The whole output goes to the log; each play and role as it starts goes to stderr.
   local start end name=$1
   shift
   start=$(date +%s)
-  if ! ansible-playbook site.yml "$@" >"$logdir/$name.log" 2>&1; then
+  echo "lab: site.yml $name (log: $logdir/$name.log)" >&2
+  if ! ansible-playbook site.yml "$@" 2>&1 | scripts/progress.py "$logdir/$name.log" "$name"; then
     tail -40 "$logdir/$name.log" >&2
     echo "lab: site.yml failed ($name); full log: $logdir/$name.log" >&2
     exit 1
