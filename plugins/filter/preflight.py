@@ -111,6 +111,11 @@ def preflight_problems(
             "never comes up without a subnet manager; name the hosts that run opensm, or set "
             "rdma_subnet_manager_external: true when one runs elsewhere (on a managed switch)"
         )
+    if "slurm" in (first.get("gpulab_versions") or {}):
+        problems.append(
+            "gpulab_versions.slurm is not read by any role: Slurm is the distribution's own (22.05 on Debian 12, "
+            "21.08 on Ubuntu 22.04, 23.11 on Ubuntu 24.04); remove the entry"
+        )
     described = {}
     for host in hosts:
         hv = hostvars[host]

@@ -152,6 +152,13 @@ def test_a_plan_without_networks_is_a_problem_not_an_error():
     ]
 
 
+def test_a_slurm_pin_nothing_reads_is_refused():
+    plan = {"fabric": "ethernet", "networks": {"management": {"subnet": "10.0.0.0/24"}}}
+    hostvars = {"gpu1": {"gpulab_node_index": 1, "gpulab_versions": {"slurm": "23.11", "nccl": "2.21.5"}}}
+    problems = preflight_problems(hostvars, ["gpu1"], plan)
+    assert any(p.startswith("gpulab_versions.slurm is not read by any role") for p in problems), problems
+
+
 def test_an_infiniband_fabric_needs_a_subnet_manager():
     plan = {"fabric": "infiniband", "networks": {"management": {"subnet": "10.0.0.0/24"}}}
     hostvars = {"gpu1": {"gpulab_node_index": 1}}
