@@ -15,6 +15,10 @@ CASES = [
         {"ceph_allow_overwrite": ["/dev/sda"]},
         "ceph_allow_overwrite may name only devices in ceph_osd_devices (not: /dev/sda)",
     ),
+    (
+        {"luks_devices": [{"name": "data0", "device": "/dev/xvdz"}], "ceph_osd_devices": ["/dev/mapper/data0"]},
+        "ceph_osd_devices names disks that luks_devices encrypts (/dev/mapper/data0): OSDs on LUKS are not supported",
+    ),
 ]
 
 
