@@ -48,7 +48,7 @@ def nvidia_driver_packages(
     and "tesla-535" the `nvidia-tesla-<n>-*` sets. Ubuntu's are Canonical's `-server` packages,
     or NVIDIA's own from the CUDA repository.
     """
-    distro, _ = _distribution(facts)
+    distro, _release = _distribution(facts)
     branch = str(branch)
     if source not in DRIVER_SOURCES:
         raise AnsibleFilterError(f"nvidia_driver_source must be one of {', '.join(DRIVER_SOURCES)}, got '{source}'")
@@ -86,7 +86,7 @@ def nvidia_driver_packages(
 
 def cuda_packages(facts: Mapping[str, Any], source: str, version: str) -> list[str]:
     """The toolkit: Debian's nvidia-cuda-toolkit, or cuda-toolkit-X-Y from NVIDIA's repository."""
-    distro, _ = _distribution(facts)
+    distro, _release = _distribution(facts)
     if source == "distribution":
         if distro != "debian":
             raise AnsibleFilterError("Ubuntu's own CUDA toolkit is too old for a pinned stack; use cuda_repo")
@@ -131,7 +131,7 @@ def apt_source(facts: Mapping[str, Any], kind: str, url: str, key_url: str = "")
     cuda_repo (NVIDIA's CUDA repository), nvidia_container_toolkit, docker (Docker's own).
     url is the repository (or its mirror); key_url overrides where the signing key comes from.
     """
-    distro, _ = _distribution(facts)
+    distro, _release = _distribution(facts)
     codename = str(facts.get("distribution_release", ""))
     arch = str(facts.get("architecture", ""))
     base = url.rstrip("/")

@@ -8,10 +8,16 @@ inventory alone lets one node be added with `--limit` (no facts from the others 
 from __future__ import annotations
 
 import difflib
+import functools
+from collections.abc import Callable
 from typing import Any
 
-import netaddr
 from ansible.errors import AnsibleFilterError
+
+try:
+    import netaddr
+except ImportError:  # importing must work without it (ansible-test does); using a filter says what is missing
+    netaddr = None
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import plan as plan_defaults
 
@@ -337,9 +343,25 @@ def plan_problems(plan: Any) -> list[str]:
     return problems
 
 
+def require_netaddr() -> None:
+    if netaddr is None:
+        raise AnsibleFilterError(
+            "gpulab.cluster's network filters need the Python package netaddr where Ansible runs: pip install netaddr"
+        )
+
+
+def _with_netaddr(func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        require_netaddr()
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {
+        plain = {
             "address_moves": address_moves,
             "bond_problems": bond_problems,
             "host_links": host_links,
@@ -349,3 +371,4 @@ class FilterModule:
             "node_addresses": node_addresses,
             "plan_problems": plan_problems,
         }
+        return {name: _with_netaddr(func) for name, func in plain.items()}

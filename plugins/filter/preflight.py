@@ -12,7 +12,11 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpulab.cluster.plugins.filter.network_plan import node_addresses, plan_problems
+from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
+    node_addresses,
+    plan_problems,
+    require_netaddr,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.versions import odd_ones_out
 
 NODE_GROUPS = ("management", "compute", "storage")
@@ -96,6 +100,7 @@ def preflight_problems(
     supported: Iterable[str] | None = None,
 ) -> list[str]:
     """Ansible filter: collect per-host data from hostvars, then run check_hosts."""
+    require_netaddr()
     problems: list[str] = plan_problems(dict(plan) if isinstance(plan, Mapping) else plan)
     addresses = {}
     if not problems:  # addresses come from the plan: only a sound plan gives them

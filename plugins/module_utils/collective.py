@@ -97,7 +97,7 @@ def parse_output(text: str) -> dict[str, Any]:
         raise BenchParseError("the benchmark printed no result line (GPULAB_BENCH_RESULT)")
     tail = text.rsplit(MARKER, 1)[1]
     try:
-        data, _ = json.JSONDecoder().raw_decode(tail)
+        data, _end = json.JSONDecoder().raw_decode(tail)
     except json.JSONDecodeError as exc:
         raise BenchParseError(f"benchmark result is not JSON ({exc.msg} at char {exc.pos})") from None
     return parse_result(json.dumps(data))

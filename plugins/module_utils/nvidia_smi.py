@@ -139,7 +139,7 @@ def _split_csv(line: str) -> list[str]:
 
 def parse_query_csv(text: str) -> list[dict[str, Any]]:
     """`nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,noheader,nounits` -> one dict per GPU."""
-    keys = [key for key, _, _ in QUERY_FIELDS]
+    keys = [field[0] for field in QUERY_FIELDS]
     gpus = []
     for line in text.strip().splitlines():
         if not line.strip():
@@ -154,7 +154,7 @@ def parse_query_csv(text: str) -> list[dict[str, Any]]:
 
 
 def query_fields(old_names: bool = False) -> str:
-    return ",".join(old if old_names else new for _, new, old in QUERY_FIELDS)
+    return ",".join(old if old_names else new for _key, new, old in QUERY_FIELDS)
 
 
 def parse_remapped_rows_csv(text: str) -> dict[str, dict[str, Any]]:

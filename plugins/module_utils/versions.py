@@ -97,7 +97,7 @@ def compare(
             failed(
                 f"consistency.{component}",
                 "; ".join([*(f"{h} runs {present[h]}" for h in odd), *lacking]) + others,
-                value={h: v for h, v in sorted(present.items())},
+                value=dict(sorted(present.items())),
                 threshold=majority,
                 code="VERSION_MISMATCH" if odd else "VERSION_MISSING",
             )

@@ -14,7 +14,7 @@ description:
   - A component a node does not have (no driver on the management node) is not a mismatch, unless I(required)
     says the node must have it.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   versions:
     description: Host name to its C(versions) as returned by a collect run.
@@ -116,13 +116,13 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
         binary = module.get_bin_path(argv[0])
         if not binary:
             return ""
-        rc, out, _ = module.run_command([binary, *argv[1:]], environ_update=env)
+        rc, out, _err = module.run_command([binary, *argv[1:]], environ_update=env)
         return out if rc == 0 else ""
 
     nvcc = module.get_bin_path("nvcc") or (CUDA_NVCC if os.path.exists(CUDA_NVCC) else None)
     cuda = None
     if nvcc:
-        rc, out, _ = module.run_command([nvcc, "--version"], environ_update=env)
+        rc, out, _err = module.run_command([nvcc, "--version"], environ_update=env)
         cuda = v.parse_nvcc(out) if rc == 0 else None
     nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2")) or _linked_nccl()
     return {

@@ -27,7 +27,7 @@ description:
   - Only node rank 0 returns the measurements and records; the others return C(role=worker).
   - A missing benchmark environment (no torch) is reported as C(unavailable), not as a fault.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   launcher:
     description: C(torchrun) on every node (run the task on all of them), or one C(srun) from this node.

@@ -19,7 +19,7 @@ description:
   - A C(foreign) device fails the task, naming the device, what is on it and I(allow_variable),
     unless I(allow_overwrite) is true.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   device:
     description: The block device.
@@ -44,9 +44,11 @@ options:
     default: the role's allow list
 attributes:
   check_mode:
+    description: Can run in check mode, reporting what a real run would do without doing it.
     support: full
     details: Reads only.
   diff_mode:
+    description: Returns a diff of what it changed, in diff mode.
     support: none
 """
 
@@ -97,7 +99,7 @@ def _bluestore_label(module, device):
     tool = module.get_bin_path("ceph-bluestore-tool")
     if not tool:
         return None
-    rc, out, _ = module.run_command([tool, "show-label", "--dev", device], environ_update={"LC_ALL": "C"})
+    rc, out, _err = module.run_command([tool, "show-label", "--dev", device], environ_update={"LC_ALL": "C"})
     if rc != 0:
         return None
     try:

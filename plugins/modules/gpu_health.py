@@ -20,7 +20,7 @@ description:
   - Checks that do not apply to the GPU (ECC on a GeForce card, or with ECC turned off) are C(n/a), which never
     changes the verdict.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   source:
     description: Where GPU values come from. C(auto) tries NVML, then C(nvidia-smi).
@@ -140,7 +140,7 @@ def _nvml_gpus():
     except ImportError:
         return None, "nvidia-ml-py is not installed"
     try:
-        gpus, _ = smi.collect_nvml(pynvml)
+        gpus, _unused = smi.collect_nvml(pynvml)
     except pynvml.NVMLError as exc:
         return None, f"NVML: {exc}"
     return gpus, None
@@ -167,10 +167,10 @@ def _smi_gpus(module, smi_path, fmt):
         return None, f"nvidia-smi exited {rc}: {reason}", None
     try:
         if fmt == "xml":
-            gpus, _ = smi.parse_query_xml(out)
+            gpus, _unused = smi.parse_query_xml(out)
         else:
             gpus = smi.parse_query_csv(out)
-            rc, out, _ = module.run_command(
+            rc, out, _err = module.run_command(
                 [smi_path, f"--query-remapped-rows={smi.REMAP_FIELDS}", "--format=csv,noheader,nounits"],
                 environ_update=C_LOCALE,
             )
@@ -259,7 +259,7 @@ def main() -> None:
 
     nvlink = None
     if gpus and p["check_nvlink"] and smi_path:
-        rc, out, _ = module.run_command([smi_path, "nvlink", "--status"], environ_update=C_LOCALE)
+        rc, out, _err = module.run_command([smi_path, "nvlink", "--status"], environ_update=C_LOCALE)
         nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
 
     xids, log_records, extra = None, [], {}

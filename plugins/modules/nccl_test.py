@@ -17,7 +17,7 @@ description:
     I(link_speed_gbps).
   - A missing nccl-tests binary is reported as C(unavailable), not as a fault.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   test:
     description: The nccl-tests binary to run.

@@ -16,7 +16,7 @@ description:
   - The peers must run C(iperf3 -s) on I(port); the C(validate) playbook starts and stops them.
   - A missing C(iperf3) or C(ping) is reported as C(unavailable), not as a fault.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   peers:
     description: The nodes to measure against, each C({name, address}).
@@ -127,7 +127,7 @@ def _route_interface(module: AnsibleModule, address: str) -> str | None:
     ip = module.get_bin_path("ip")
     if not ip:
         return None
-    rc, out, _ = module.run_command([ip, "-j", "route", "get", address])
+    rc, out, _err = module.run_command([ip, "-j", "route", "get", address])
     try:
         return json.loads(out)[0]["dev"] if rc == 0 else None
     except (ValueError, LookupError, TypeError):
@@ -144,7 +144,7 @@ def _counters(module: AnsibleModule, interface: str) -> dict[str, int]:
                 counters[name] = value
     ethtool = module.get_bin_path("ethtool")
     if ethtool:
-        rc, out, _ = module.run_command([ethtool, "-S", interface])
+        rc, out, _err = module.run_command([ethtool, "-S", interface])
         if rc == 0:
             counters.update(nt.parse_ethtool_stats(out))
     return counters

@@ -15,7 +15,7 @@ description:
     to it, with C(mlnx_qos) when the NVIDIA tools are installed, else C(dcb) from iproute2.
   - No RDMA device, or a NIC without DCB support, is reported as C(unavailable), not as a fault.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   fabric:
     description:
@@ -158,7 +158,7 @@ def _active_mtus(module: AnsibleModule) -> dict:
     binary = module.get_bin_path("ibv_devinfo")
     if not binary:
         return {}
-    rc, out, _ = module.run_command([binary])
+    rc, out, _err = module.run_command([binary])
     try:
         return rdma.parse_ibv_devinfo(out) if rc == 0 else {}
     except rdma.RdmaParseError:
@@ -182,7 +182,7 @@ def _qos(module: AnsibleModule, netdev: str) -> tuple[list | None, dict | None, 
     rc, out, err = module.run_command([dcb, "-j", "pfc", "show", "dev", netdev])
     if rc != 0:
         return None, None, None, f"dcb pfc on {netdev} failed ({err.strip() or rc}): the NIC has no DCB support?"
-    rc_app, out_app, _ = module.run_command([dcb, "-j", "app", "show", "dev", netdev, "dscp-prio"])
+    rc_app, out_app, _err = module.run_command([dcb, "-j", "app", "show", "dev", netdev, "dscp-prio"])
     try:
         pfc = rdma.parse_dcb_pfc(out)
         mapping = rdma.parse_dcb_app(out_app) if rc_app == 0 else {}

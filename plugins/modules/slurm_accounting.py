@@ -13,7 +13,7 @@ description:
   - Never removes an account, user or QOS (that can cancel running jobs); do it with C(sacctmgr) by hand.
   - Run it on the node that can reach slurmdbd (the management node).
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   cluster:
     description: The cluster name, as C(ClusterName) in slurm.conf.
@@ -31,9 +31,11 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check mode, reporting what a real run would do without doing it.
     support: full
     details: Reports the sacctmgr commands it would run, and runs none.
   diff_mode:
+    description: Returns a diff of what it changed, in diff mode.
     support: none
 """
 

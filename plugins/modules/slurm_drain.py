@@ -15,7 +15,7 @@ description:
   - Run it where C(scontrol) reaches slurmctld (the controller). Without C(scontrol) it changes nothing
     and says so.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   nodes:
     description: Slurm node names this run judged.
@@ -32,9 +32,11 @@ options:
     default: "gpulab: validate:"
 attributes:
   check_mode:
+    description: Can run in check mode, reporting what a real run would do without doing it.
     support: full
     details: Reports what it would drain and resume.
   diff_mode:
+    description: Returns a diff of what it changed, in diff mode.
     support: none
 """
 

@@ -17,7 +17,7 @@ description:
     C(unavailable) never fails.
   - The report is output, not managed state, so the task reports C(changed=false), in check mode too.
 version_added: 0.1.0
-author: gpulab developers
+author: gpulab developers (@gpulab)
 options:
   nodes:
     description: Host to C({gpu, rdma, nccl, network}) registered results (missing or skipped ones are shown so).

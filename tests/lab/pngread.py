@@ -25,7 +25,7 @@ def png_rows(data):
         elif kind == b"IDAT":
             idat += body
         pos += 12 + length
-    width, height, depth, colour, _, _, interlace = header
+    width, height, depth, colour, _compression, _filter, interlace = header
     assert depth == 8 and colour in (2, 6) and interlace == 0
     bpp = 4 if colour == 6 else 3
     raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)

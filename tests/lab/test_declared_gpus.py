@@ -50,7 +50,7 @@ def declared(tmp_path_factory):
 
 
 def test_a_node_declared_with_gpus_it_lacks_fails_and_is_drained(declared):
-    run, report, _, _ = declared
+    run, report, _report_dir, _tmp_path = declared
     assert run.returncode == 2, run.stdout[-3000:]
     assert "gpu2 gpu_count: 2 GPUs declared, none could be read" in run.stdout
     assert report["verdict"] == "fail"
@@ -62,7 +62,7 @@ def test_a_node_declared_with_gpus_it_lacks_fails_and_is_drained(declared):
 
 
 def test_the_failing_report_shows_the_node(declared, browser, tmp_path):
-    _, report, report_dir, _ = declared
+    _run, report, report_dir, _tmp_path = declared
     dom = browser("--dump-dom", report_dir=report_dir)
     assert 'id="verdict" data-status="fail"' in dom
     assert "<td>gpu2</td><td>gpu_count</td><td>2 GPUs declared, none could be read" in dom
@@ -73,8 +73,8 @@ def test_the_failing_report_shows_the_node(declared, browser, tmp_path):
 
 
 def test_without_the_declaration_it_passes_and_the_node_resumes(declared):
-    _, _, _, tmp_path = declared
-    run, report, _ = validate(tmp_path, "passing")
+    _run, _report, _report_dir, tmp_path = declared
+    run, report, _latest = validate(tmp_path, "passing")
     assert run.returncode == 0, run.stdout[-3000:]
     assert report["verdict"] in ("pass", "warn"), report["failures"]
     # Resumed: no drain and no reason. (Under load slurmctld may also flag NOT_RESPONDING for a

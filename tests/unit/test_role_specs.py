@@ -13,7 +13,9 @@ def test_argument_spec_names_every_default(role):
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
     spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
     options = [(name, option) for entry in spec.values() for name, option in entry.get("options", {}).items()]
-    assert sorted(set(defaults) - {name for name, _ in options}) == [], "defaults missing from meta/argument_specs.yml"
+    assert sorted(set(defaults) - {option[0] for option in options}) == [], (
+        "defaults missing from meta/argument_specs.yml"
+    )
     for name, option in options:
         assert option.get("description"), f"{name} has no description"
         assert option.get("type"), f"{name} has no type"

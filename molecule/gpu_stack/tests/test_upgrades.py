@@ -21,7 +21,7 @@ def gs_ib(request):
 def versions_535(gs_ib):
     """Upstream 535 versions the mirror offers, oldest first (Debian keeps the point release and the security one)."""
     madison = gs_ib.check_output("apt-cache madison nvidia-smi")
-    found = {m for m in re.findall(r"\|\s*(535\.[0-9.]+)-", madison)}
+    found = set(re.findall(r"\|\s*(535\.[0-9.]+)-", madison))
     assert found, madison
     return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
 

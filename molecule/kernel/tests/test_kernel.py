@@ -29,7 +29,7 @@ def vm(request, vm_host):
 
 def check_vlans(name, host):
     links = {link["ifname"]: link for link in json.loads(host.check_output("ip -json -details address show"))}
-    for traffic_class, (vlan_id, _, parent) in VLANS.items():
+    for traffic_class, (vlan_id, _address, parent) in VLANS.items():
         assert links[parent]["mtu"] == 9000
         link = links[f"{parent}.{vlan_id}"]
         assert link["linkinfo"]["info_kind"] == "vlan"

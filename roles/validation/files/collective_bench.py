@@ -62,7 +62,7 @@ def gather_hostnames(world, device):
     """Every rank's hostname (all_gather_object would need numpy)."""
     name = socket.gethostname().encode()[:64].ljust(64, b"\0")
     mine = torch.tensor(list(name), dtype=torch.uint8, device=device)
-    every = [torch.empty_like(mine) for _ in range(world)]
+    every = [torch.empty_like(mine) for _rank in range(world)]
     dist.all_gather(every, mine)
     return [bytes(t.tolist()).rstrip(b"\0").decode() for t in every]
 
@@ -71,12 +71,12 @@ def allreduce_sweep(sizes, iters, warmup, world, device):
     rows = []
     for size in sizes:
         tensor = torch.ones(max(size // 4, 1), dtype=torch.float32, device=device)
-        for _ in range(warmup):
+        for _step in range(warmup):
             dist.all_reduce(tensor)
         sync(device)
         dist.barrier()
         start = time.perf_counter()
-        for _ in range(iters):
+        for _step in range(iters):
             dist.all_reduce(tensor)
         sync(device)
         seconds = slowest((time.perf_counter() - start) / iters, device)
@@ -97,7 +97,7 @@ def allreduce_sweep(sizes, iters, warmup, world, device):
 def model(width, depth, device):
     torch.manual_seed(0)
     layers = []
-    for _ in range(depth):
+    for _layer in range(depth):
         layers += [nn.Linear(width, width), nn.ReLU()]
     return nn.Sequential(*layers, nn.Linear(width, 1)).to(device)
 
@@ -114,11 +114,11 @@ def step_time(net, batch, width, steps, device):
         loss_fn(net(inputs), target).backward()
         optimizer.step()
 
-    for _ in range(2):
+    for _step in range(2):
         one_step()
     sync(device)
     start = time.perf_counter()
-    for _ in range(steps):
+    for _step in range(steps):
         one_step()
     sync(device)
     return (time.perf_counter() - start) / steps

@@ -184,3 +184,12 @@ def test_a_hosts_own_bonds_are_checked_under_their_variable():
     assert bond_problems(["eno2"], networks, "network_bonds") == [
         "network_bonds must map a bond name to {interfaces, mode}"
     ]
+
+
+def test_without_netaddr_a_filter_says_what_is_missing(monkeypatch):
+    from ansible_collections.gpulab.cluster.plugins.filter import network_plan
+
+    monkeypatch.setattr(network_plan, "netaddr", None)
+    node_address_filter = network_plan.FilterModule().filters()["node_address"]
+    with pytest.raises(AnsibleFilterError, match="need the Python package netaddr where Ansible runs"):
+        node_address_filter(PLAN, "management", 1)

@@ -108,7 +108,7 @@ def test_srun_with_no_usable_node_runs_nothing(run_module, tmp_path):
 
 
 def test_link_speed_gives_the_expected_bandwidth(run_module, tmp_path):
-    run, _ = scontrol({})
+    run, _seen = scontrol({})
     args = dict(installed(tmp_path), link_speed_gbps=100, fail_on="never")
     result, failed = run_module(collective_bench.main, args, run_command=run)
     assert not failed and result["expected_busbw"] == 12.0

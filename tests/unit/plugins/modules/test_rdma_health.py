@@ -119,10 +119,14 @@ def roce_node(monkeypatch, tmp_path, tool, outputs):
 )
 def test_pfc_and_dscp_are_held_to_the_plan(run_module, monkeypatch, tmp_path, tool, prio4, prio3):
     plan = {"fabric": "roce", "pfc_priority": 4, "roce_dscp": 26, "fail_on": "never"}
-    result, _ = run_module(rdma_health.main, plan, run_command=roce_node(monkeypatch, tmp_path / "a", tool, prio4))
+    result, _failed = run_module(
+        rdma_health.main, plan, run_command=roce_node(monkeypatch, tmp_path / "a", tool, prio4)
+    )
     qos = {c["check"]: c["status"] for c in result["checks"] if c["check"] in ("pfc", "dscp")}
     assert qos == {"pfc": "pass", "dscp": "pass"}, result["checks"]
-    result, _ = run_module(rdma_health.main, plan, run_command=roce_node(monkeypatch, tmp_path / "b", tool, prio3))
+    result, _failed = run_module(
+        rdma_health.main, plan, run_command=roce_node(monkeypatch, tmp_path / "b", tool, prio3)
+    )
     qos = {c["check"]: c["status"] for c in result["checks"] if c["check"] in ("pfc", "dscp")}
     assert qos == {"pfc": "fail"}, result["checks"]  # PFC off on the plan's priority: DSCP is not looked at
     assert "PFC is not enabled on priority 4" in result["checks"][-1]["message"]

@@ -11,16 +11,16 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 def test_every_source_is_a_curve_against_the_expected_line(run_module, tmp_path):
     # Real module output into the report: in-node and across-node nccl-tests (module runs on recorded
     # output) and the calibrated torch benchmark (module on recorded worker output).
-    across, _ = run_module(
+    across, _failed = run_module(
         nccl_test.main,
         {"output": (FIXTURES / "nccl" / "current_2node_roce_pass.txt").read_text(), "link_speed_gbps": 100},
     )
-    inside, _ = run_module(nccl_test.main, {"output": (FIXTURES / "nccl" / "v2.13_8gpu_sweep.txt").read_text()})
+    inside, _failed = run_module(nccl_test.main, {"output": (FIXTURES / "nccl" / "v2.13_8gpu_sweep.txt").read_text()})
     python, script = tmp_path / "python", tmp_path / "bench.py"
     python.write_text("")
     script.write_text("")
     calibrated = (FIXTURES / "collective" / "gloo-2workers-calibrated.txt").read_text()
-    bench, _ = run_module(
+    bench, _failed = run_module(
         collective_bench.main,
         {"python": str(python), "script": str(script), "fail_on": "never"},
         run_command=lambda *a, **k: (0, calibrated, ""),

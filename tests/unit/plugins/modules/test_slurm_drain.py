@@ -33,7 +33,7 @@ def test_drains_resumes_and_leaves_the_admins_node(run_module, monkeypatch):
 def test_check_mode_and_no_slurm(run_module, monkeypatch):
     monkeypatch.setattr(slurm_drain.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/scontrol")
     calls = []
-    result, _ = run_module(slurm_drain.main, {"nodes": ["gpu2"]}, run_command=scontrol(calls), check_mode=True)
+    result, _failed = run_module(slurm_drain.main, {"nodes": ["gpu2"]}, run_command=scontrol(calls), check_mode=True)
     assert result["resumed"] == ["gpu2"] and all(c[0] != "update" for c in calls)
     monkeypatch.setattr(slurm_drain.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
     result, failed = run_module(slurm_drain.main, {"nodes": ["gpu2"]})

@@ -18,7 +18,7 @@ def test_writes_json_html_and_latest(run_module, tmp_path):
     data = json.loads((tmp_path / "latest" / "report.json").read_text())
     assert data["failures"][0]["check"] == "ecc"
     assert "ECC pending" in (tmp_path / "latest" / "report.html").read_text()
-    again, _ = run_module(validation_report.main, {"nodes": NODES, "dest": str(tmp_path)})
+    again, _failed = run_module(validation_report.main, {"nodes": NODES, "dest": str(tmp_path)})
     assert again["report_dir"] != out and os.path.realpath(tmp_path / "latest") == os.path.realpath(again["report_dir"])
 
 
