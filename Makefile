@@ -55,6 +55,7 @@ lint: setup
 	ruff check plugins tests molecule roles scripts
 	ruff format --check plugins tests molecule roles scripts
 	ansible-lint
+	scripts/sanity.sh
 
 test-unit: setup
 	pytest tests/unit tests/playbooks

@@ -27,8 +27,10 @@ detect=$here/../tests/images/apt-proxy-detect
 
 say() { printf 'package cache: %s\n' "$*" >&2; }
 answers() { GPULAB_APT_CACHE_HOST=127.0.0.1 GPULAB_APT_CACHE_PORT=${1:-$port} "$detect" | grep -q '^http://'; }
+# shellcheck disable=SC2016  # $0 is expanded by the inner bash
 port_taken() { timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/$0' "$1" 2>/dev/null; }
 relay_answers() {
+  # shellcheck disable=SC2016  # $0 is expanded by the inner bash
   timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/$0 && printf "GET /gpulab-package-relay HTTP/1.0\r\n\r\n" >&3 &&
     grep -q "gpulab package relay" <&3' "$port" 2>/dev/null
 }
@@ -63,6 +65,7 @@ BindAddress: 127.0.0.1
 ReportPage: acng-report.html
 ExThreshold: 4
 EOF
+  # shellcheck disable=SC2016  # $0 and $1 are expanded by the inner bash
   nohup bash -c 'while :; do apt-cacher-ng -c "$0" ForeGround=1; echo "$(date -u +%FT%TZ) exited $?" >>"$1"; sleep 1; done' \
     "$dir/conf" "$dir/log/restarts.log" >>"$dir/log/daemon.log" 2>&1 &
   echo $! >"$dir/supervisor.pid"
@@ -72,9 +75,9 @@ start_relay() {
   nohup python3 "$here/package-relay.py" "$port" "$cache_port" >>"$dir/log/relay.log" 2>&1 &
 }
 
-wait_answers() {
+wait_answers() {  # until apt-cacher-ng answers on its port, for up to 10 s
   local _
-  for _ in $(seq 1 20); do answers "$@" && return 0; sleep 0.5; done
+  for _ in $(seq 1 20); do answers && return 0; sleep 0.5; done
   return 1
 }
 

@@ -10,7 +10,7 @@
 # runs even when another fails; each one's output goes to .cache/test/<stage>.log and the tail
 # of each failed one is shown at the end. Exit status 1 names every failed stage.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 # Lanes from measurement (README, "Speed"): the container scenarios share one Docker subnet and
 # so one lane; the QEMU VMs and the lab have networks of their own and fill the other, with lint

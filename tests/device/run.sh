@@ -41,6 +41,7 @@ record nvlink_status.txt nvidia-smi nvlink --status
 record help_query_gpu.txt nvidia-smi --help-query-gpu
 record topo.txt nvidia-smi topo -m
 record dmesg.txt dmesg
+# shellcheck disable=SC2016  # expanded by the inner sh
 record pci_nvidia.txt sh -c 'grep -l 0x10de /sys/bus/pci/devices/*/vendor | while read f; do d=${f%/vendor}; echo "${d##*/} $(cat $d/class) $(cat $d/device)"; done'
 record proc_driver_version.txt cat /proc/driver/nvidia/version
 cat "$rec/nvidia-smi.txt" "$rec/query.csv" "$rec/remapped_rows.csv"

@@ -69,6 +69,7 @@ image() {
     printf 'deb %s bookworm main\n' "$mirror" >"$root/etc/apt/sources.list"
   fi
   printf '127.0.0.1 localhost\n' >"$root/etc/hosts"
+  # shellcheck disable=SC2013  # host names are single words
   for host in $(awk '/^URIs:/ {print $2}' "$root"/etc/apt/sources.list.d/*.sources 2>/dev/null | sed -E 's|^[a-z]+://([^/:]+).*|\1|' | sort -u); do
     getent hosts "$host" | head -1 >>"$root/etc/hosts" || true
   done
