@@ -19,6 +19,15 @@ import pytest
             "cuda_version must be major.minor such as 12.4 (got 'twelve')",
         ),
         ({"nccl_version": "2.21"}, "nccl_version must look like 2.21.5, got '2.21'"),
+        # Pins Debian 12's sources cannot meet (the example inventory's), refused before any change.
+        (
+            {"nvidia_driver_branch": "550"},
+            "nvidia_driver_branch 550 cannot be met: the apt sources offer nvidia-smi 535.",
+        ),
+        (
+            {"cuda_version": "12.4", "cuda_install_toolkit": True},
+            "cuda_version 12.4 cannot be met: the apt sources offer nvidia-cuda-toolkit 11.8.",
+        ),
         ({"gpulab_network": {"fabric": "omnipath", "networks": {}}}, "fabric must be roce, infiniband or ethernet"),
         (
             {"container_runtime_docker_source": "snap"},
