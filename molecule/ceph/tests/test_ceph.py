@@ -68,7 +68,7 @@ def test_each_client_has_its_own_key_with_only_cephfs_caps(st, scenario_host):
         }
         keyring = scenario_host(name).file(f"/etc/ceph/ceph.client.{name}.keyring")
         assert keyring.mode == 0o600 and keyring.user == "root"
-        assert f"[client.{name}]" in keyring.content_string
+        assert keyring.content_string == f"[client.{name}]\n\tkey = {entity['key']}\n"
         assert not scenario_host(name).file("/etc/ceph/ceph.client.admin.keyring").exists
 
 
