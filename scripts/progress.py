@@ -3,7 +3,7 @@
 
     ansible-playbook site.yml 2>&1 | scripts/progress.py LOG [LABEL]
 
-Every line goes to LOG; stderr gets one line each time the play or the role changes, with the
+Every line goes to LOG; stderr gets one line when a play starts and when a role first runs in it, with the
 time since the start, so a first converge that takes minutes does not look hung.
 """
 
@@ -22,16 +22,16 @@ class Progress:
     """Feed it the run's lines one by one; it answers what to show, or None."""
 
     def __init__(self) -> None:
-        self.role: str | None = None
+        self.roles: set[str] = set()  # shown in this play (a role that imports common comes back to it)
 
     def feed(self, line: str) -> str | None:
         line = line.rstrip("\n")
         if match := PLAY.match(line):
-            self.role = None
+            self.roles = set()
             return f"play: {match.group(1)}"
-        if (match := TASK.match(line)) and match.group("role") and match.group("role") != self.role:
-            self.role = match.group("role")
-            return f"  role {self.role}"
+        if (match := TASK.match(line)) and match.group("role") and match.group("role") not in self.roles:
+            self.roles.add(match.group("role"))
+            return f"  role {match.group('role')}"
         if RECAP.match(line):
             return "recap"
         return None

@@ -23,22 +23,24 @@ def test_plays_and_roles_are_shown_once_each():
     ]
 
 
-def test_a_role_is_shown_again_in_the_next_play_and_the_recap_is_marked():
+def test_a_role_is_shown_once_per_play_and_the_recap_is_marked():
     tracker = progress.Progress()
     lines = [
         "PLAY [one] ***\n",
-        "TASK [gpulab.cluster.slurm : a] ***\n",
-        "TASK [gpulab.cluster.slurm : b] ***\n",
+        "TASK [gpulab.cluster.cuda : a] ***\n",
+        "TASK [gpulab.cluster.common : b] ***\n",  # cuda imports common's apt_sources, then goes on
+        "TASK [gpulab.cluster.cuda : c] ***\n",
         "PLAY [two] ***\n",
-        "TASK [gpulab.cluster.slurm : c] ***\n",
+        "TASK [gpulab.cluster.cuda : d] ***\n",
         "PLAY RECAP ***\n",
     ]
     assert [tracker.feed(line) for line in lines] == [
         "play: one",
-        "  role gpulab.cluster.slurm",
+        "  role gpulab.cluster.cuda",
+        "  role gpulab.cluster.common",
         None,
         "play: two",
-        "  role gpulab.cluster.slurm",
+        "  role gpulab.cluster.cuda",
         "recap",
     ]
 
