@@ -134,3 +134,10 @@ def left_out(run: Callable[[list[str]], tuple[int, str, str]], hosts: list[str])
         if not schedulable(state):
             why[host] = f"{state}: {reason}" if reason else state
     return why
+
+
+def usable_hosts(run: Callable[[list[str]], tuple[int, str, str]], hosts: list[str]) -> tuple[list[str], str | None]:
+    """The hosts a job step can use now, in order, and a sentence naming the others (None if none is left out)."""
+    why = left_out(run, hosts)
+    note = "left out, Slurm cannot run a job there: " + "; ".join(f"{h} ({w})" for h, w in why.items())
+    return [h for h in hosts if h not in why], note if why else None

@@ -134,16 +134,6 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
-- name: The same, as a Slurm job step started from the first compute node
-  gpulab.cluster.collective_bench:
-    launcher: srun
-    hosts: "{{ groups['compute'] }}"
-    gres: gpu:2
-    nproc_per_node: 2
-    addresses: {gpu1: 10.0.20.11, gpu2: 10.0.20.12}
-    link_speed_gbps: 100
-  when: inventory_hostname == groups['compute'][0]
-
 - name: All-reduce and DDP scaling across the compute nodes
   gpulab.cluster.collective_bench:
     nnodes: "{{ groups['compute'] | length }}"
@@ -153,6 +143,16 @@ EXAMPLES = r"""
     env:
       NCCL_SOCKET_IFNAME: eth1
   register: bench
+
+- name: The same, as a Slurm job step started from the first compute node
+  gpulab.cluster.collective_bench:
+    launcher: srun
+    hosts: "{{ groups['compute'] }}"
+    gres: gpu:2
+    nproc_per_node: 2
+    addresses: {gpu1: 10.0.20.11, gpu2: 10.0.20.12}
+    link_speed_gbps: 100
+  when: inventory_hostname == groups['compute'][0]
 """
 
 RETURN = r"""
@@ -193,7 +193,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
-from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import left_out
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
 
 
 def main() -> None:
@@ -275,11 +275,9 @@ def main() -> None:
     ]
     notes = []
     if p["launcher"] == "srun":
-        skipped = left_out(module.run_command, p["hosts"])
-        hosts = [h for h in p["hosts"] if h not in skipped]
-        if skipped:
-            listed = "; ".join(f"{h} ({why})" for h, why in skipped.items())
-            notes.append(unavailable("collective.nodes", f"left out, Slurm cannot run a job there: {listed}"))
+        hosts, left = usable_hosts(module.run_command, p["hosts"])
+        if left:
+            notes.append(unavailable("collective.nodes", left))
         if not hosts:
             exit_with_records(module, [*notes, unavailable("collective.run", "no node left to run on")], role=role)
         rendezvous = (str(p["addresses"].get(hosts[0], hosts[0])), p["master_port"])

@@ -161,7 +161,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     parse_text,
 )
 from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
-from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import left_out
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
 
 
 def _parse(text: str):
@@ -236,11 +236,9 @@ def main() -> None:
             env.setdefault("NCCL_DEBUG", "INFO")  # the transport line ("Using network IB") comes at INFO
         hosts = p["hosts"]
         if p["launcher"] == "srun":
-            skipped = left_out(module.run_command, hosts)
-            hosts = [h for h in hosts if h not in skipped]
-            if skipped:
-                listed = "; ".join(f"{h} ({why})" for h, why in skipped.items())
-                notes.append(unavailable("nccl_nodes", f"left out, Slurm cannot run a job there: {listed}"))
+            hosts, left = usable_hosts(module.run_command, hosts)
+            if left:
+                notes.append(unavailable("nccl_nodes", left))
             if len(hosts) < 2:
                 exit_with_records(module, [*notes, unavailable("nccl_run", "fewer than two nodes left to run on")])
         cmd = build_command(
