@@ -95,12 +95,11 @@ def parse_output(text: str) -> dict[str, Any]:
     output may follow it on the same line)."""
     if MARKER not in text:
         raise BenchParseError("the benchmark printed no result line (GPULAB_BENCH_RESULT)")
-    tail = text.rsplit(MARKER, 1)[1]
     try:
-        data, _end = json.JSONDecoder().raw_decode(tail)
+        data, _end = json.JSONDecoder().raw_decode(text.rsplit(MARKER, 1)[1])
     except json.JSONDecodeError as exc:
         raise BenchParseError(f"benchmark result is not JSON ({exc.msg} at char {exc.pos})") from None
-    return parse_result(json.dumps(data))
+    return _checked(data)
 
 
 def failure_summary(text: str, limit: int = 600) -> str:
@@ -117,10 +116,16 @@ def failure_summary(text: str, limit: int = 600) -> str:
 
 
 def parse_result(text: str) -> dict[str, Any]:
+    """A result as JSON text (the file the worker wrote before it printed its result line)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BenchParseError(f"benchmark result is not JSON ({exc.msg} at char {exc.pos})") from None
+    return _checked(data)
+
+
+def _checked(data: Any) -> dict[str, Any]:
+    """The decoded result, refused unless it has what evaluate() reads."""
     if not isinstance(data, dict):
         raise BenchParseError("benchmark result is not a JSON object")
     missing = [k for k in ("backend", "world_size", "allreduce", "ddp") if k not in data]
