@@ -102,6 +102,11 @@ def model(width, depth, device):
     return nn.Sequential(*layers, nn.Linear(width, 1)).to(device)
 
 
+def parameter_count(width, depth):
+    """The parameters of model(width, depth): depth width x width layers with biases, then width -> 1."""
+    return depth * (width * width + width) + width + 1
+
+
 def step_time(net, batch, width, steps, device):
     """Mean seconds per forward+backward+optimizer step on a synthetic batch."""
     optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
@@ -169,7 +174,7 @@ def main():
     per_worker = max(batch // world, 1)
     tn = ddp_step_time(width, depth, per_worker, args.steps, device, local_rank, use_cuda)
     tw = ddp_step_time(width, depth, batch, args.steps, device, local_rank, use_cuda)
-    params = sum(p.numel() for p in model(width, depth, "cpu").parameters())
+    params = parameter_count(width, depth)
 
     if rank == 0:
         result = {
