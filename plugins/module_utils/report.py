@@ -317,7 +317,14 @@ def heat_map(matrix: dict[str, dict[str, float | None]], threshold: float | None
     return "".join(rows) + f'<p class="muted">{_e(note)} Red: below the pass mark or failed.</p>'
 
 
-def efficiency_bar(efficiency: float | None, ddp: dict[str, Any] | None, healthy: float, acceptable: float) -> str:
+def efficiency_bar(
+    efficiency: float | None,
+    ddp: dict[str, Any] | None,
+    healthy: float,
+    acceptable: float,
+    weak: float | None = None,
+) -> str:
+    """The strong-scaling figure against the bands; weak: the scaling_weak record's value, if any."""
     if efficiency is None or not ddp:
         return '<p class="muted">Scaling not measured (skipped, check mode, or one worker).</p>'
     width, height, pad = 720, 70, 28
@@ -344,8 +351,7 @@ def efficiency_bar(efficiency: float | None, ddp: dict[str, Any] | None, healthy
         f"Above {healthy:.0%}: healthy; {acceptable:.0%}-{healthy:.0%}: look at the network; "
         f"below {acceptable:.0%}: look at I/O and synchronisation.</p>"
     )
-    if ddp.get("step_time_weak_ms"):
-        weak = float(ddp["step_time_1_ms"]) / float(ddp["step_time_weak_ms"])
+    if weak is not None:
         out.append(
             f"<p>Weak scaling (information): each of {_e(ddp.get('workers'))} workers on batch "
             f"{_e(ddp.get('global_batch'))}, TW = {_e(ddp['step_time_weak_ms'])} ms; T1 / TW = {weak:.0%}. "
@@ -435,7 +441,8 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
     parts.append("</div><h2>Scaling efficiency</h2><div class='card'>")
     collective = report.get("collective") or {}
     ddp = (collective.get("result") or {}).get("ddp")
-    parts.append(efficiency_bar(collective.get("efficiency"), ddp, healthy, acceptable))
+    weak = next((c["value"] for c in cluster["collective"]["checks"] if c["check"] == "scaling_weak"), None)
+    parts.append(efficiency_bar(collective.get("efficiency"), ddp, healthy, acceptable, weak))
     parts.append("</div><h2>Every check</h2><div class='card'>")
     scopes = [(h, n["sections"]) for h, n in report["nodes"].items()] + [("cluster", cluster)]
     for scope, sections in scopes:
