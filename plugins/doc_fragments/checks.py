@@ -1,4 +1,4 @@
-"""Options and attributes every gpulab validation module shares."""
+"""Options every gpulab validation module shares (with gpulab.cluster.read_only for the attributes)."""
 
 
 class ModuleDocFragment:
@@ -12,12 +12,4 @@ options:
     type: str
     choices: [fail, warn, never]
     default: fail
-attributes:
-  check_mode:
-    description: Can run in check mode, reporting what a real run would do without doing it.
-    support: full
-    details: Read-only; it checks in check mode too and never reports a change.
-  diff_mode:
-    description: Returns a diff of what it changed, in diff mode.
-    support: none
 """

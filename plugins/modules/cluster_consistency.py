@@ -33,6 +33,7 @@ options:
     default: {}
 extends_documentation_fragment:
   - gpulab.cluster.checks
+  - gpulab.cluster.read_only
 """
 
 EXAMPLES = r"""

@@ -131,6 +131,7 @@ options:
     default: 0.9
 extends_documentation_fragment:
   - gpulab.cluster.checks
+  - gpulab.cluster.read_only
 """
 
 EXAMPLES = r"""

@@ -42,14 +42,8 @@ options:
     description: The variable the refusal tells the operator to add the device to.
     type: str
     default: the role's allow list
-attributes:
-  check_mode:
-    description: Can run in check mode, reporting what a real run would do without doing it.
-    support: full
-    details: Reads only.
-  diff_mode:
-    description: Returns a diff of what it changed, in diff mode.
-    support: none
+extends_documentation_fragment:
+  - gpulab.cluster.read_only
 """
 
 EXAMPLES = r"""

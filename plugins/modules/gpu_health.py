@@ -79,6 +79,7 @@ options:
     default: [13, 31, 43, 45, 68]
 extends_documentation_fragment:
   - gpulab.cluster.checks
+  - gpulab.cluster.read_only
 """
 
 EXAMPLES = r"""

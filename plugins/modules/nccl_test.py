@@ -92,6 +92,7 @@ options:
     default: 900
 extends_documentation_fragment:
   - gpulab.cluster.checks
+  - gpulab.cluster.read_only
 notes:
   - Two-node all_reduce can report more than the NIC carries unless C(NCCL_ALGO=Ring) is set.
 """

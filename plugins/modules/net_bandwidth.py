@@ -62,6 +62,7 @@ options:
     default: 5201
 extends_documentation_fragment:
   - gpulab.cluster.checks
+  - gpulab.cluster.read_only
 """
 
 EXAMPLES = r"""

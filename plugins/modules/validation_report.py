@@ -47,6 +47,7 @@ options:
     default: 0.7
 extends_documentation_fragment:
   - gpulab.cluster.checks
+  - gpulab.cluster.read_only
 """
 
 EXAMPLES = r"""
