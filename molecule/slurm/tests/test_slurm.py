@@ -2,51 +2,10 @@
 
 import json
 import shlex
-import time
-from pathlib import Path
 
-import pytest
-import testinfra
+from slurm_helpers import ROOT, SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state, wait_for
 
-SCENARIO = Path(__file__).resolve().parents[1]
 COMPUTE = ("slurm-gpu1", "slurm-gpu2")
-
-
-@pytest.fixture(scope="module")
-def ctl(request):
-    """The controller, where users submit jobs."""
-    return testinfra.get_host("ansible://slurm-mgmt", ansible_inventory=request.config.option.ansible_inventory)
-
-
-@pytest.fixture(scope="module")
-def node(request):
-    def get(name):
-        return testinfra.get_host(f"ansible://{name}", ansible_inventory=request.config.option.ansible_inventory)
-
-    return get
-
-
-def as_user(ctl, user, command, check=True):
-    cmd = f"runuser -u {user} -- {command}"
-    return ctl.check_output(cmd) if check else ctl.run(cmd)
-
-
-def wait_for(predicate, seconds, step=2):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
-
-
-def node_state(ctl, name):
-    """(State, Reason) of a node; Reason is last on scontrol's line and may hold spaces."""
-    line = ctl.check_output(f"scontrol -o show node {name}")
-    state = line.split(" State=", 1)[1].split(" ", 1)[0]
-    reason = line.split(" Reason=", 1)[1] if " Reason=" in line else ""
-    return state, reason
 
 
 def node_check_now(ctl, host):
@@ -146,20 +105,6 @@ def test_an_administrators_drain_is_left_alone(ctl, node):
         ctl.check_output("scontrol update NodeName=slurm-gpu1 State=RESUME")
 
 
-FAKE_SMI = r"""#!/bin/bash
-# Test stand-in: nvidia-smi -L lists both GPUs (the node check is content); the health query answers
-# with the GPUs in /usr/local/share/gpulab-query.csv, the version query with their driver.
-case "$*" in
-  -L) printf 'GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)\nGPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)\n' ;;
-  *--query-gpu=driver_version*) cut -d, -f5 /usr/local/share/gpulab-query.csv | tr -d ' ' ;;
-  *--query-gpu=*) cat /usr/local/share/gpulab-query.csv ;;
-esac
-"""
-ROOT = SCENARIO.parents[1]
-# Two healthy GeForce GPUs as nvidia-smi reports them (no ECC: n/a, which passes).
-TWO_GPUS = (ROOT / "tests/unit/fixtures/nvidia_smi/query_rtx4090_550.csv").read_text()
-
-
 def validate(ansible_playbook, tmp_path):
     settings = {
         "validation_drain": True,
@@ -185,16 +130,6 @@ def fake_nccl_tests(host):
     host.check_output(
         f"mkdir -p /opt/nccl-tests/build && printf %s {shlex.quote(FAKE_NCCL)} > /opt/nccl-tests/build/all_reduce_perf"
         " && chmod 755 /opt/nccl-tests/build/all_reduce_perf && rm -f /var/tmp/ranks"
-    )
-
-
-def fake_gpus(host, csv):
-    """Give a compute node (declared with 2 GPUs) a stand-in nvidia-smi that reports the GPUs of csv."""
-    host.check_output(f"printf %s {shlex.quote(csv)} > /usr/local/share/gpulab-query.csv")
-    # Into place in one rename: the node check must never see a half-written nvidia-smi.
-    tmp = "/usr/local/bin/.nvidia-smi.new"
-    host.check_output(
-        f"printf %s {shlex.quote(FAKE_SMI)} > {tmp} && chmod 755 {tmp} && mv {tmp} /usr/local/bin/nvidia-smi"
     )
 
 
