@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import report
+
 FAIL_ON = ("fail", "warn", "never")
 PREFIX = "validation_"
 OLD_PREFIX = "validate_"  # the prefix while the settings lived in playbooks/vars/validate.yml
@@ -127,6 +129,23 @@ def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dic
     }
 
 
+def gate_problems(hostvars: Mapping[str, Any], host: str) -> list[str]:
+    """What fails in one node's checks (tasks_from: node), judged as the report judges: the upgrade's health gate."""
+    results = validation_results(hostvars, [host])[host]
+    problems = [] if results["reached"] else ["the node's versions could not be read"]
+    for name in ("gpu", "rdma", "nccl"):
+        problems += [
+            f"{name} {check['check']}: {check['message']}"
+            for check in report.section(results[name])["checks"]
+            if check["status"] == "fail"
+        ]
+    return problems
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"validate_problems": validate_settings_problems, "validation_results": validation_results}
+        return {
+            "validate_problems": validate_settings_problems,
+            "validation_results": validation_results,
+            "gate_problems": gate_problems,
+        }

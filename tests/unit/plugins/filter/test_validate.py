@@ -90,3 +90,26 @@ def test_an_old_validate_setting_is_refused_with_its_new_name():
         "validate_drain is no longer read: the setting is validation_drain now",
         "validate_net_min_gbps is no longer read: the setting is validation_net_min_gbps now",
     ]
+
+
+def test_gate_problems_judge_one_node_as_the_report_does():
+    from ansible_collections.gpulab.cluster.plugins.filter.validate import gate_problems
+
+    gpu_fail = {
+        "checks": [{"check": "gpu_count", "status": "fail", "message": "1 GPUs found via nvidia-smi, 2 expected"}]
+    }
+    healthy = {
+        "__validation_versions": {"versions": {"driver": "550.127.05"}},
+        "__validation_gpu": {"checks": [{"check": "gpu_count", "status": "pass", "message": "2 GPUs"}]},
+        "__validation_rdma": {"skipped": True},
+    }
+    assert gate_problems({"gpu1": healthy}, "gpu1") == []
+    assert gate_problems({"gpu1": {**healthy, "__validation_gpu": gpu_fail}}, "gpu1") == [
+        "gpu gpu_count: 1 GPUs found via nvidia-smi, 2 expected"
+    ]
+    # A check that stopped with an error (no checks key) fails the gate; so does a node that read nothing.
+    errored = {**healthy, "__validation_nccl": {"msg": "all_reduce_perf not found"}}
+    assert gate_problems({"gpu1": errored}, "gpu1") == [
+        "nccl error: the check could not complete: all_reduce_perf not found"
+    ]
+    assert gate_problems({"gpu1": {}}, "gpu1") == ["the node's versions could not be read"]

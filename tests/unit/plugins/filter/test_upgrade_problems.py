@@ -1,0 +1,40 @@
+from ansible_collections.gpulab.cluster.plugins.filter.upgrade import upgrade_problems
+
+GOOD = {"upgrade_batch_size": 1, "upgrade_drain_timeout": 3600, "upgrade_reboot_timeout": 900}
+HOSTS = ["mgmt1", "gpu1", "gpu2"]
+KNOWN = ["packages"]
+
+
+def test_good_settings_pass_with_or_without_tags():
+    assert upgrade_problems(GOOD, ["all"], KNOWN, "mgmt1", HOSTS) == []
+    assert upgrade_problems(GOOD, ["packages"], KNOWN, "mgmt1", HOSTS) == []
+    # -e upgrade_batch_size=2 arrives as a string.
+    assert upgrade_problems({**GOOD, "upgrade_batch_size": "2"}, ["all"], KNOWN, "mgmt1", HOSTS) == []
+
+
+def test_each_bad_number_is_named():
+    bad = {"upgrade_batch_size": 0, "upgrade_drain_timeout": "0", "upgrade_reboot_timeout": True}
+    assert upgrade_problems(bad, ["all"], KNOWN, "mgmt1", HOSTS) == [
+        "upgrade_batch_size must be a whole number of at least 1, got 0",
+        "upgrade_drain_timeout must be a whole number of at least 1, got '0'",
+        "upgrade_reboot_timeout must be a whole number of at least 1, got True",
+    ]
+    assert upgrade_problems({**GOOD, "upgrade_batch_size": "1.5"}, ["all"], KNOWN, "mgmt1", HOSTS) == [
+        "upgrade_batch_size must be a whole number of at least 1, got '1.5'"
+    ]
+
+
+def test_unknown_tags_are_refused_and_a_role_tag_says_what_to_do_meanwhile():
+    assert upgrade_problems(GOOD, ["packges"], KNOWN, "mgmt1", HOSTS) == [
+        "upgrade.yml does not know the tag(s) packges; it upgrades by: packages"
+    ]
+    (problem,) = upgrade_problems(GOOD, ["nvidia_driver", "packages"], KNOWN, "mgmt1", HOSTS)
+    assert problem.startswith("upgrade.yml does not know the tag(s) nvidia_driver; it upgrades by: packages (")
+    assert "run site.yml --tags <role> --limit <node>" in problem
+
+
+def test_a_controller_outside_the_inventory_is_refused():
+    assert upgrade_problems(GOOD, ["all"], KNOWN, "", HOSTS) == [
+        "the Slurm controller '' is not an inventory host (slurm_controller, default the first management"
+        " node): the upgrade drains nodes through it"
+    ]
