@@ -22,7 +22,7 @@ images=$(cd "$(dirname "$0")/../images" && pwd)
 # shellcheck source=../images/mirror.sh
 . "$images/mirror.sh"
 # What the roles would install, preinstalled so that the VMs (slow under emulation) only check.
-packages=linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,kmod,openssh-server,python3,python3-apt,iproute2,iputils-ping,procps,ca-certificates,rdma-core,ibverbs-utils,perftest,infiniband-diags,cryptsetup,cryptsetup-bin,e2fsprogs,xfsprogs
+packages=linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,kmod,openssh-server,python3,python3-apt,iproute2,iputils-ping,procps,ca-certificates,rdma-core,ibverbs-utils,perftest,infiniband-diags,cryptsetup,cryptsetup-bin,clevis,clevis-luks,clevis-systemd,tang,e2fsprogs,xfsprogs
 
 log() { printf 'kernel-vm: %s\n' "$*" >&2; }
 

@@ -1,17 +1,20 @@
-"""What needs a kernel: VLANs at MTU 9000, Soft-RoCE, LUKS through crypttab, the management link
-taken over with a rollback (and undone when it cuts SSH off), and all of it after a reboot.
+"""What needs a kernel: VLANs at MTU 9000, Soft-RoCE, LUKS through crypttab (by key file, and by
+Clevis and Tang), the management link taken over with a rollback (and undone when it cuts SSH off),
+all of it after a reboot, and a boot that goes on without Tang.
 
 The tests run in file order: the reboot comes after the first look at everything.
 """
 
 import json
 import re
+import time
 
 import pytest
 
 VMS = {"kvm1": 1, "kvm2": 2}
 VLANS = {"compute": (20, "10.20.0", "eth1"), "storage": (30, "10.30.0", "bond0")}
 RXE = "rxe_eth1"
+TANG_CLIENT, TANG_SERVER = "kvm1", "kvm2"
 
 
 def peer(name):
@@ -102,9 +105,30 @@ def check_management(name, host):
     assert not host.service("gpulab-network-restore.timer").is_running
 
 
-def check_scratch(host):
+def check_boot_config(name, host):
+    """kvm1 opens data0 through Tang (no key on the node, nofail); kvm2 with its key file."""
+    if name == TANG_CLIENT:
+        key, options = "none", "luks,discard,_netdev,nofail,timeout=60s"
+        mount_options = "defaults,noatime,_netdev,nofail"
+    else:
+        key, options = "/etc/gpulab/luks/data0.key", "luks,discard"
+        mount_options = "defaults,noatime"
     crypttab = host.file("/etc/crypttab").content_string
-    assert re.search(r"^data0 UUID=[0-9a-f-]{36} /etc/gpulab/luks/data0.key luks,discard$", crypttab, re.M), crypttab
+    assert re.search(rf"^data0 UUID=[0-9a-f-]{{36}} {key} {options}$", crypttab, re.M), crypttab
+    fstab = host.file("/etc/fstab").content_string
+    assert re.search(rf"^/dev/mapper/data0\s+/scratch\s+ext4\s+{mount_options}\s", fstab, re.M), fstab
+    key_file = host.file("/etc/gpulab/luks/data0.key")
+    if name == TANG_CLIENT:
+        assert not key_file.exists
+        assert host.service("clevis-luks-askpass.path").is_enabled
+        assert host.service("remote-cryptsetup.target").is_enabled  # off in Debian unless enabled
+        bindings = host.check_output("clevis luks list -d /dev/vdb")
+        assert f'"url":"http://{address(TANG_SERVER, "compute")}:7500"' in bindings, bindings
+    else:
+        assert key_file.mode == 0o400
+
+
+def check_scratch(host):
     status = host.run("cryptsetup status data0")
     assert status.rc == 0, status.stderr
     assert re.search(r"type:\s+LUKS2", status.stdout)
@@ -161,6 +185,7 @@ def test_soft_roce_port_is_active_with_a_roce_v2_gid_on_the_compute_vlan(vm, sce
 
 
 def test_luks_disk_is_open_and_mounted(vm):
+    check_boot_config(*vm)
     check_scratch(vm[1])
 
 
@@ -203,5 +228,49 @@ def test_after_a_reboot_everything_is_back(rebooted, vm, scenario_host):
     check_bond(host)
     check_full_mtu_pings(name, host)
     check_soft_roce(name, host, scenario_host(name))
+    check_boot_config(name, host)
     check_scratch(host)
     assert host.check_output("sha256sum /scratch/before-reboot").split()[0] == rebooted[name]
+    if name == TANG_CLIENT:
+        assert clevis_unlocked(host)
+
+
+def clevis_unlocked(host):
+    """Clevis's own word, in this boot's journal, that it answered the disk's passphrase query."""
+    log = host.check_output("journalctl -b -u clevis-luks-askpass --no-pager -o cat")
+    return re.search(r"^Unlocked \S+ \(UUID=[0-9a-f-]{36}\) successfully$", log, re.M) is not None
+
+
+@pytest.fixture(scope="module")
+def booted_without_tang(rebooted, vm_host, ansible_playbook):
+    """kvm1 rebooted while kvm2's Tang is stopped; Tang comes back once kvm1's boot has finished."""
+    tang = vm_host(TANG_SERVER)
+    tang.check_output("systemctl stop tangd.socket")
+    try:
+        started = time.monotonic()
+        run = ansible_playbook("molecule/kernel/reboot.yml", "--limit", TANG_CLIENT)
+        took = time.monotonic() - started
+    finally:
+        tang.check_output("systemctl start tangd.socket")
+    assert run.returncode == 0, run.stdout[-3000:]
+    print(f"{TANG_CLIENT} rebooted without Tang: boot finished {took:.0f} s after the reboot began")
+    return took
+
+
+def test_without_tang_the_boot_finishes_with_the_disk_closed(booted_without_tang, vm_host):
+    host = vm_host(TANG_CLIENT)
+    # The unlock timeout (60 s) plus a boot under emulation; a boot waiting for a passphrase never ends.
+    assert booted_without_tang < 300
+    assert host.run("systemctl is-failed systemd-cryptsetup@data0").stdout.strip() == "failed"
+    assert host.run("cryptsetup status data0").rc != 0
+    assert host.run("findmnt /scratch").rc == 1
+    assert host.run("systemctl is-system-running").stdout.strip() == "degraded"
+    assert not clevis_unlocked(host)
+
+
+def test_once_tang_answers_again_the_disk_opens_without_a_key(booted_without_tang, rebooted, vm_host):
+    host = vm_host(TANG_CLIENT)
+    host.check_output("systemctl restart systemd-cryptsetup@data0 && systemctl start scratch.mount")
+    check_scratch(host)
+    assert clevis_unlocked(host)
+    assert host.check_output("sha256sum /scratch/before-reboot").split()[0] == rebooted[TANG_CLIENT]

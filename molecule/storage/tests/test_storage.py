@@ -27,7 +27,7 @@ def test_luks2_header_with_the_configured_cipher_a_key_slot_and_a_tang_slot(node
     dump = node.check_output("cryptsetup luksDump /dev/xvdb")
     assert re.search(r"^Version:\s+2$", dump, re.M)
     assert re.search(r"^\s+cipher: aes-xts-plain64$", dump, re.M)
-    assert re.findall(r"^\s+(\d+): luks2$", dump, re.M) == ["0", "1"]  # the key file's, Clevis's
+    assert re.findall(r"^\s+(\d+): luks2$", dump, re.M) == ["0", "1"]  # the Vault key's, Clevis's
     assert re.search(r"^\s+\d+: clevis$", dump, re.M)
     assert re.search(r"^\s+PBKDF:\s+pbkdf2$", dump, re.M)
     assert re.search(r"^Label:\s+gpulab-data0$", dump, re.M)
@@ -39,18 +39,17 @@ def test_the_vault_key_opens_it_and_another_does_not(node):
     assert not opens(node, "not-the-key")
 
 
-def test_key_file_is_private(node):
-    keys = node.file("/etc/gpulab/luks")
-    assert keys.mode == 0o700 and keys.user == "root"
-    key = node.file("/etc/gpulab/luks/data0.key")
-    assert key.mode == 0o400 and key.user == "root" and key.group == "root"
-    assert key.content_string == KEY
+def test_bound_to_tang_the_node_keeps_no_key(node):
+    assert not node.file("/etc/gpulab/luks/data0.key").exists
+    assert node.check_output("grep -rslF -- %s /etc /root || true", KEY) == ""  # in no file at all
 
 
-def test_crypttab_opens_it_at_boot_by_uuid(node):
+def test_crypttab_asks_clevis_at_boot_and_gives_up_after_the_timeout(node):
     uuid = node.check_output("blkid -s UUID -o value /dev/xvdb")
     lines = [line.split() for line in node.file("/etc/crypttab").content_string.splitlines() if line.strip()]
-    assert ["data0", f"UUID={uuid}", "/etc/gpulab/luks/data0.key", "luks,discard,_netdev"] in lines
+    assert ["data0", f"UUID={uuid}", "none", "luks,discard,_netdev,nofail,timeout=90s"] in lines
+    assert node.service("clevis-luks-askpass.path").is_enabled
+    assert node.service("remote-cryptsetup.target").is_enabled
 
 
 def test_tang_gives_the_disk_its_key_only_while_it_answers(node, request):
@@ -120,3 +119,9 @@ def test_bad_input_is_refused_naming_the_variable(ansible_playbook):
     run = ansible_playbook("playbooks/storage.yml", "--check", "-e", json.dumps({"luks_pbkdf": "md5"}))
     assert run.returncode == 2
     assert "value of luks_pbkdf must be one of: argon2id, argon2i, pbkdf2, got: md5" in run.stdout
+    bad_tang = {"luks_tang_network": "stroage", "luks_tang_unlock_timeout": 0}
+    run = ansible_playbook("playbooks/storage.yml", "--check", "-e", json.dumps(bad_tang))
+    assert run.returncode == 2
+    message = " ".join(run.stdout.split())
+    assert "luks_tang_network one of gpulab_network's networks" in message and "got 'stroage'" in message
+    assert "luks_tang_unlock_timeout at least 1 (got 0)" in message
