@@ -47,7 +47,14 @@ options:
     default: 0.7
 extends_documentation_fragment:
   - gpulab.cluster.checks
-  - gpulab.cluster.read_only
+attributes:
+  check_mode:
+    description: Can run in check mode, reporting what a real run would do without doing it.
+    support: full
+    details: Writes the report in check mode too (output, not the nodes' state); never reports a change.
+  diff_mode:
+    description: Returns a diff of what it changed, in diff mode.
+    support: none
 """
 
 EXAMPLES = r"""
