@@ -24,12 +24,14 @@ def upgrade_problems(
     known_tags: Iterable[str],
     controller: str,
     hosts: Iterable[str],
+    compute: Iterable[str] = (),
 ) -> list[str]:
-    """settings: upgrade_* name -> value; run_tags: ansible_run_tags; hosts: the inventory's hosts."""
+    """settings: upgrade_* name -> value; run_tags: ansible_run_tags; hosts: the inventory's hosts;
+    compute: the compute nodes this run upgrades (they need the Slurm controller)."""
     problems = [
-        f"{name} must be a whole number of at least 1, got {settings[name]!r}"
-        for name in ("upgrade_batch_size", "upgrade_drain_timeout", "upgrade_reboot_timeout")
-        if not _at_least_one(settings[name])
+        f"{name} must be a whole number of at least 1, got {value!r}"
+        for name, value in settings.items()
+        if not _at_least_one(value)
     ]
     known = list(known_tags)
     unknown = sorted(set(run_tags) - set(known) - {"all", "always"})
@@ -41,7 +43,7 @@ def upgrade_problems(
                 " run site.yml --tags <role> --limit <node>, and resume it)"
             )
         problems.append(message)
-    if controller not in set(hosts):
+    if list(compute) and controller not in set(hosts):
         problems.append(
             f"the Slurm controller {controller!r} is not an inventory host (slurm_controller, default the first"
             " management node): the upgrade drains nodes through it"

@@ -1,6 +1,12 @@
 from ansible_collections.gpulab.cluster.plugins.filter.upgrade import upgrade_problems
 
-GOOD = {"upgrade_batch_size": 1, "upgrade_drain_timeout": 3600, "upgrade_reboot_timeout": 900}
+GOOD = {
+    "upgrade_batch_size": 1,
+    "upgrade_drain_timeout": 3600,
+    "upgrade_reboot_timeout": 900,
+    "upgrade_ceph_timeout": 900,
+}
+COMPUTE = ["gpu1", "gpu2"]
 HOSTS = ["mgmt1", "gpu1", "gpu2"]
 KNOWN = ["packages"]
 
@@ -13,7 +19,12 @@ def test_good_settings_pass_with_or_without_tags():
 
 
 def test_each_bad_number_is_named():
-    bad = {"upgrade_batch_size": 0, "upgrade_drain_timeout": "0", "upgrade_reboot_timeout": True}
+    bad = {
+        "upgrade_batch_size": 0,
+        "upgrade_drain_timeout": "0",
+        "upgrade_reboot_timeout": True,
+        "upgrade_ceph_timeout": 1,
+    }
     assert upgrade_problems(bad, ["all"], KNOWN, "mgmt1", HOSTS) == [
         "upgrade_batch_size must be a whole number of at least 1, got 0",
         "upgrade_drain_timeout must be a whole number of at least 1, got '0'",
@@ -33,8 +44,10 @@ def test_unknown_tags_are_refused_and_a_role_tag_says_what_to_do_meanwhile():
     assert "run site.yml --tags <role> --limit <node>" in problem
 
 
-def test_a_controller_outside_the_inventory_is_refused():
-    assert upgrade_problems(GOOD, ["all"], KNOWN, "", HOSTS) == [
+def test_a_controller_outside_the_inventory_is_refused_when_compute_nodes_are_upgraded():
+    assert upgrade_problems(GOOD, ["all"], KNOWN, "", HOSTS, COMPUTE) == [
         "the Slurm controller '' is not an inventory host (slurm_controller, default the first management"
         " node): the upgrade drains nodes through it"
     ]
+    # Storage nodes alone (--limit) need no Slurm.
+    assert upgrade_problems(GOOD, ["all"], KNOWN, "", HOSTS, []) == []
