@@ -1,12 +1,10 @@
-"""Filters of the upgrade role: its settings and tags checked before any node is drained."""
+"""Filters of the upgrade role: its settings and tags checked before any node is drained, and the
+pins the rolled roles declare (their tasks/pins.yml)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-# Roles whose pins upgrade.yml does not roll yet, and what to do meanwhile.
-NOT_YET = ("nvidia_driver", "cuda", "nccl", "container_runtime")
 
 
 def _at_least_one(value: Any) -> bool:
@@ -36,13 +34,9 @@ def upgrade_problems(
     known = list(known_tags)
     unknown = sorted(set(run_tags) - set(known) - {"all", "always"})
     if unknown:
-        message = f"upgrade.yml does not know the tag(s) {', '.join(unknown)}; it upgrades by: {', '.join(known)}"
-        if set(unknown) & set(NOT_YET):
-            message += (
-                " (a driver, CUDA, NCCL or container runtime pin is not rolled by upgrade.yml yet: drain the node,"
-                " run site.yml --tags <role> --limit <node>, and resume it)"
-            )
-        problems.append(message)
+        problems.append(
+            f"upgrade.yml does not know the tag(s) {', '.join(unknown)}; it upgrades by: {', '.join(known)}"
+        )
     if list(compute) and controller not in set(hosts):
         problems.append(
             f"the Slurm controller {controller!r} is not an inventory host (slurm_controller, default the first"
@@ -51,6 +45,17 @@ def upgrade_problems(
     return problems
 
 
+def upgrade_pins(
+    packages: Iterable[str], role: str, version: str, wanted: str, venv: str | None = None
+) -> list[dict[str, Any]]:
+    """A role's pins for the upgrade_plan module: each package (a "name=version" keeps its name) with the
+    pattern its installed version must match ('' for any), the pin in words, and the virtualenv of a wheel."""
+    return [
+        {"role": role, "package": package.split("=", 1)[0], "version": version, "wanted": wanted, "venv": venv}
+        for package in packages
+    ]
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"upgrade_problems": upgrade_problems}
+        return {"upgrade_problems": upgrade_problems, "upgrade_pins": upgrade_pins}

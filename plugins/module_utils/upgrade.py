@@ -61,3 +61,44 @@ def reboot_decision(reasons: list[str], in_container: bool) -> dict[str, Any]:
             + "), but this is a container: it runs its host's kernel, so it is not rebooted",
         }
     return {"reboot": True, "decision": "reboot: " + "; ".join(reasons)}
+
+
+def parse_dpkg_query(text: str) -> dict[str, str]:
+    """Installed packages' versions from dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Status}\\n'
+    (a removed package that left its configuration files behind is not installed)."""
+    installed = {}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[2] == "installed":
+            installed[fields[0]] = fields[1]
+    return installed
+
+
+def wheel_version(dist_info_names: list[str], distribution: str) -> str | None:
+    """The version of distribution among a site-packages directory's names (nvidia_nccl_cu12-2.21.5.dist-info)."""
+    prefix = re.sub(r"[-_.]+", "_", distribution).lower() + "-"
+    for name in dist_info_names:
+        if name.endswith(".dist-info") and name.lower().startswith(prefix):
+            return name[len(prefix) : -len(".dist-info")]
+    return None
+
+
+def pin_moves(
+    pins: list[dict[str, Any]], installed: dict[str, str], pending: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The pins a node does not meet yet: each pin (role, package, version: a pattern for the installed
+    version, empty for "whatever apt offers", wanted: the pin in words) whose package is missing, runs
+    a version the pattern does not match, or, unversioned, has an upgrade pending."""
+    candidates = {p["package"]: p["candidate"] for p in pending}
+    moves = []
+    for pin in pins:
+        package, pattern = pin["package"], pin.get("version") or ""
+        now = installed.get(package)
+        if now is None or (pattern and not re.search(pattern, now)):
+            wanted = pin["wanted"]
+        elif not pattern and package in candidates:
+            wanted = candidates[package]
+        else:
+            continue
+        moves.append({"role": pin["role"], "package": package, "installed": now, "wanted": wanted, "version": pattern})
+    return moves

@@ -205,6 +205,22 @@ def test_ib_write_bw_over_rdma_cm_completes(vm_host):
     print(f"ib_write_bw kvm2 -> kvm1 over Soft-RoCE: {row.group(1)} Gb/s average")
 
 
+REBOOT_DECISION = "{}: reboot: /run/reboot-required exists (a package asked for a reboot)"
+
+
+def reboot(ansible_playbook, vm_host, *limit):
+    """Reboot through upgrade.yml's plan and apply steps (reboot.yml); check that it was a new boot."""
+    names = limit or VMS
+    boots = {name: vm_host(name).file("/proc/sys/kernel/random/boot_id").content_string for name in names}
+    run = ansible_playbook("molecule/kernel/reboot.yml", "--tags", "reboot", *(("--limit", *limit) if limit else ()))
+    assert run.returncode == 0, run.stdout[-3000:]
+    for name in names:
+        assert REBOOT_DECISION.format(name) in run.stdout, run.stdout[-3000:]
+        host = vm_host(name)
+        assert host.file("/proc/sys/kernel/random/boot_id").content_string != boots[name]
+        assert not host.file("/run/reboot-required").exists  # the upgrade would not reboot it again
+
+
 @pytest.fixture(scope="module")
 def rebooted(vm_host, ansible_playbook):
     """Write a file on each scratch disk, reboot both VMs, and hand back what was written."""
@@ -213,8 +229,7 @@ def rebooted(vm_host, ansible_playbook):
         host = vm_host(name)
         host.check_output("head -c 4M /dev/urandom > /scratch/before-reboot && sync")
         written[name] = host.check_output("sha256sum /scratch/before-reboot").split()[0]
-    run = ansible_playbook("molecule/kernel/reboot.yml")
-    assert run.returncode == 0, run.stdout[-3000:]
+    reboot(ansible_playbook, vm_host)
     return written
 
 
@@ -248,11 +263,10 @@ def booted_without_tang(rebooted, vm_host, ansible_playbook):
     tang.check_output("systemctl stop tangd.socket")
     try:
         started = time.monotonic()
-        run = ansible_playbook("molecule/kernel/reboot.yml", "--limit", TANG_CLIENT)
+        reboot(ansible_playbook, vm_host, TANG_CLIENT)
         took = time.monotonic() - started
     finally:
         tang.check_output("systemctl start tangd.socket")
-    assert run.returncode == 0, run.stdout[-3000:]
     print(f"{TANG_CLIENT} rebooted without Tang: boot finished {took:.0f} s after the reboot began")
     return took
 

@@ -66,9 +66,9 @@ def recap_changed(stdout):
         ((), {"upgrade_batch_size": 0}, "upgrade_batch_size must be a whole number of at least 1, got 0"),
         ((), {"upgrade_drain_timeout": 0}, "upgrade_drain_timeout must be a whole number of at least 1, got 0"),
         (
-            ("--tags", "nvidia_driver"),
+            ("--tags", "nvidia_drivers"),
             {},
-            "upgrade.yml does not know the tag(s) nvidia_driver; it upgrades by: packages",
+            "upgrade.yml does not know the tag(s) nvidia_drivers; it upgrades by: packages, reboot, nvidia_driver,",
         ),
     ],
 )

@@ -1,4 +1,4 @@
-from ansible_collections.gpulab.cluster.plugins.filter.upgrade import upgrade_problems
+from ansible_collections.gpulab.cluster.plugins.filter.upgrade import upgrade_pins, upgrade_problems
 
 GOOD = {
     "upgrade_batch_size": 1,
@@ -8,7 +8,7 @@ GOOD = {
 }
 COMPUTE = ["gpu1", "gpu2"]
 HOSTS = ["mgmt1", "gpu1", "gpu2"]
-KNOWN = ["packages"]
+KNOWN = ["packages", "reboot", "nvidia_driver", "cuda", "nccl", "container_runtime"]
 
 
 def test_good_settings_pass_with_or_without_tags():
@@ -35,13 +35,12 @@ def test_each_bad_number_is_named():
     ]
 
 
-def test_unknown_tags_are_refused_and_a_role_tag_says_what_to_do_meanwhile():
-    assert upgrade_problems(GOOD, ["packges"], KNOWN, "mgmt1", HOSTS) == [
-        "upgrade.yml does not know the tag(s) packges; it upgrades by: packages"
+def test_unknown_tags_are_refused_naming_the_known_ones():
+    assert upgrade_problems(GOOD, ["packges", "nvidia_driver"], KNOWN, "mgmt1", HOSTS) == [
+        "upgrade.yml does not know the tag(s) packges; it upgrades by: packages, reboot, nvidia_driver, cuda, nccl,"
+        " container_runtime"
     ]
-    (problem,) = upgrade_problems(GOOD, ["nvidia_driver", "packages"], KNOWN, "mgmt1", HOSTS)
-    assert problem.startswith("upgrade.yml does not know the tag(s) nvidia_driver; it upgrades by: packages (")
-    assert "run site.yml --tags <role> --limit <node>" in problem
+    assert upgrade_problems(GOOD, ["nvidia_driver", "nccl", "always"], KNOWN, "mgmt1", HOSTS) == []
 
 
 def test_a_controller_outside_the_inventory_is_refused_when_compute_nodes_are_upgraded():
@@ -51,3 +50,17 @@ def test_a_controller_outside_the_inventory_is_refused_when_compute_nodes_are_up
     ]
     # Storage nodes alone (--limit) need no Slurm.
     assert upgrade_problems(GOOD, ["all"], KNOWN, "", HOSTS, []) == []
+
+
+def test_upgrade_pins_keep_the_package_name_of_a_name_version_pair():
+    assert upgrade_pins(["libnccl2=2.21.5-1+cuda12.4"], "nccl", r"^2\.21\.5-1\+cuda12\.4$", "nccl_version 2.21.5") == [
+        {
+            "role": "nccl",
+            "package": "libnccl2",
+            "version": r"^2\.21\.5-1\+cuda12\.4$",
+            "wanted": "nccl_version 2.21.5",
+            "venv": None,
+        }
+    ]
+    (wheel,) = upgrade_pins(["nvidia-nccl-cu12"], "nccl", r"^2\.21\.5$", "nccl_version 2.21.5", "/opt/gpulab/nccl")
+    assert wheel["venv"] == "/opt/gpulab/nccl" and wheel["package"] == "nvidia-nccl-cu12"
