@@ -14,7 +14,7 @@ WITH_CACHE = [ -n "$${GPULAB_PIP_CACHE+set}" ] || eval "$$(scripts/package-cache
 
 .PHONY: setup engine image lab lab-destroy test test-lab lint test-unit molecule clean
 
-setup: $(VENV)/.installed .collections/ansible_collections/gpulab/cluster
+setup: $(VENV)/.installed .collections/ansible_collections/gpulab/cluster .cache/tools/promtool
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "setup: $(PY) is required (ansible 12 supports Python 3.11)"; exit 1; }
@@ -27,6 +27,15 @@ $(VENV)/.installed: pyproject.toml
 .collections/ansible_collections/gpulab/cluster:
 	mkdir -p .collections/ansible_collections/gpulab
 	ln -sfn ../../.. $@
+
+# promtool (alert rule tests, the metrics format) from Debian's prometheus package, unpacked:
+# nothing is installed on this machine and no Prometheus starts here.
+.cache/tools/promtool:
+	mkdir -p .cache/tools/deb
+	cd .cache/tools/deb && { apt-get download -q prometheus || { apt-get update -q && apt-get download -q prometheus; }; }
+	dpkg-deb --fsys-tarfile .cache/tools/deb/prometheus_*.deb | tar -x -O ./usr/bin/promtool > $@.part
+	chmod 755 $@.part && mv $@.part $@
+	rm -rf .cache/tools/deb
 
 engine:
 	scripts/ensure-docker.sh

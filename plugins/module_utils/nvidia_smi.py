@@ -688,6 +688,10 @@ def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "pcie_gen_max": get("nvmlDeviceGetMaxPcieLinkGeneration"),
                 "pcie_width": get("nvmlDeviceGetCurrPcieLinkWidth"),
                 "pcie_width_max": get("nvmlDeviceGetMaxPcieLinkWidth"),
+                "clock_sm": get("nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM),
+                "clock_memory": get("nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM),
+                "memory_used": getattr(memory := get("nvmlDeviceGetMemoryInfo"), "used", None),
+                "memory_total": getattr(memory, "total", None),
                 "throttle_mask": get("nvmlDeviceGetCurrentClocksEventReasons")
                 if hasattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons")
                 else get("nvmlDeviceGetCurrentClocksThrottleReasons"),

@@ -1,5 +1,4 @@
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -246,122 +245,25 @@ def test_garbage_xml(text, message):
         smi.parse_query_xml(text)
 
 
-class FakeNvml:
-    """The parts of pynvml that collect_nvml uses, with one A100 that has a remap pending."""
-
-    NVML_TEMPERATURE_GPU = 0
-    NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
-    NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
-    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
-    NVML_VOLATILE_ECC = 0
-    NVML_AGGREGATE_ECC = 1
-
-    class NVMLError(Exception):
-        pass
-
-    def __init__(self):
-        self.calls = []
-
-    def nvmlInit(self):
-        self.calls.append("init")
-
-    def nvmlShutdown(self):
-        self.calls.append("shutdown")
-
-    def nvmlSystemGetDriverVersion(self):
-        return b"535.183.01"
-
-    def nvmlDeviceGetCount(self):
-        return 1
-
-    def nvmlDeviceGetHandleByIndex(self, i):
-        return f"h{i}"
-
-    def nvmlDeviceGetUUID(self, h):
-        return "GPU-abc"
-
-    def nvmlDeviceGetName(self, h):
-        return b"NVIDIA A100-PCIE-40GB"
-
-    def nvmlDeviceGetPciInfo(self, h):
-        return SimpleNamespace(busId=b"00000000:65:00.0")
-
-    def nvmlDeviceGetPersistenceMode(self, h):
-        return 1
-
-    def nvmlDeviceGetTemperature(self, h, sensor):
-        return 45
-
-    def nvmlDeviceGetTemperatureThreshold(self, h, kind):
-        return 88
-
-    def nvmlDeviceGetPowerUsage(self, h):
-        return 61234
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h):
-        return 250000
-
-    def nvmlDeviceGetCurrPcieLinkGeneration(self, h):
-        return 4
-
-    def nvmlDeviceGetMaxPcieLinkGeneration(self, h):
-        return 4
-
-    def nvmlDeviceGetCurrPcieLinkWidth(self, h):
-        return 16
-
-    def nvmlDeviceGetMaxPcieLinkWidth(self, h):
-        return 16
-
-    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
-        return 0x1
-
-    def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
-        return {(1, 0): 0, (1, 1): 0, (0, 0): 5}[(kind, counter)]
-
-    def nvmlDeviceGetRemappedRows(self, h):
-        return (2, 0, 1, 0)
-
-    def nvmlDeviceGetEccMode(self, h):
-        return (1, 1)
-
-
-class FakeGeForceNvml(FakeNvml):
-    """pynvml raises NVMLError_NotSupported (a subclass of NVMLError) for ECC on GeForce."""
-
-    class NVMLError_NotSupported(FakeNvml.NVMLError):  # noqa: N801 - pynvml's name
-        pass
-
-    def nvmlDeviceGetName(self, h):
-        return b"NVIDIA GeForce RTX 4090"
-
-    def nvmlDeviceGetEccMode(self, h):
-        raise self.NVMLError_NotSupported()
-
-    def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
-        raise self.NVMLError_NotSupported()
-
-
-def test_nvml_collector():
-    nvml = FakeNvml()
-    gpus, info = smi.collect_nvml(nvml)
-    assert nvml.calls == ["init", "shutdown"]
-    assert info == {"driver_version": "535.183.01"}
-    (gpu,) = gpus
-    assert (gpu["name"], gpu["bus_id"], gpu["power_draw"], gpu["power_limit"]) == (
+def test_nvml_collector(nvml):
+    module = nvml(lambda state: state["gpus"][1].update(remap=[2, 0, 1, 0]))  # the A100: a remap pending
+    gpus, info = smi.collect_nvml(module)
+    assert module._state == {}  # shut down again
+    assert info == {"driver_version": "550.127.05"}
+    geforce, a100 = gpus
+    assert (a100["name"], a100["bus_id"], a100["power_draw"], a100["power_limit"]) == (
         "NVIDIA A100-PCIE-40GB",
-        "00000000:65:00.0",
+        "00000000:C1:00.0",
         61.23,
         250.0,
     )
-    assert (gpu["temperature"], gpu["temperature_slowdown"], gpu["throttle_mask"]) == (45.0, 88.0, 1)
-    assert gpu["remap_pending"] is True
-    checks = by_check(smi.evaluate(gpus, source="nvml", expected_count=1))
-    assert checks["gpu0.row_remap"].code == "ROW_REMAP_PENDING"
-    assert checks["gpu0.ecc_corrected"].value == 5
-
-
-def test_nvml_geforce_has_no_ecc_to_check():
-    (gpu,) = smi.collect_nvml(FakeGeForceNvml())[0]
-    assert (gpu["ecc_supported"], gpu["ecc_uncorrected_volatile"]) == (False, None)
-    assert by_check(smi.evaluate([gpu], source="nvml"))["gpu0.ecc_uncorrected"].status == "n/a"
+    assert (a100["temperature"], a100["temperature_slowdown"], a100["throttle_mask"]) == (45.0, 88.0, 0)
+    assert (a100["clock_sm"], a100["memory_used"], a100["memory_total"]) == (1410, 444596224, 42949672960)
+    assert a100["remap_pending"] is True
+    checks = by_check(smi.evaluate(gpus, source="nvml", expected_count=2))
+    assert checks["gpu1.row_remap"].code == "ROW_REMAP_PENDING"
+    assert checks["gpu1.ecc_corrected"].value == 5
+    # The GeForce: NVML says NotSupported for ECC and remapping, which is n/a, not a failure.
+    assert (geforce["ecc_supported"], geforce["ecc_uncorrected_volatile"]) == (False, None)
+    assert "remap_pending" not in geforce
+    assert checks["gpu0.ecc_uncorrected"].status == "n/a"

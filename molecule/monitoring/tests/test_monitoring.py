@@ -1,0 +1,129 @@
+"""Node exporter on every node; the GPU collector on the compute nodes, without a driver and then fed by
+the pynvml stand-in with two GPUs. Metrics read back through node exporter and linted by promtool."""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+PROMTOOL = str(ROOT / ".cache" / "tools" / "promtool")
+NODES = ("mon-mgmt", "mon-gpu1", "mon-gpu2")
+COMPUTE = ("mon-gpu1", "mon-gpu2")
+PREFIX = "/opt/gpulab/monitoring"
+PROM_FILE = "/var/lib/prometheus/node-exporter/gpulab_gpu.prom"
+
+
+def scrape(mgmt, name):
+    """node exporter's page of a node, fetched over the network from the management node."""
+    fetch = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+    return mgmt.check_output(f"python3 -c {shlex.quote(fetch)} http://{name}:9100/metrics")
+
+
+def gpulab_lines(page):
+    """The collector's metrics in node exporter's page (which sorts each sample's labels by name)."""
+    return "\n".join(line for line in page.splitlines() if re.match(r"(# (HELP|TYPE) )?gpulab_gpu", line)) + "\n"
+
+
+def promtool_check(text):
+    run = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
+def scrape_until(mgmt, name, line, seconds=30):
+    """The node's page once it has this line (the collector runs every 2 s here), or None."""
+    deadline = time.monotonic() + seconds
+    while line not in (page := scrape(mgmt, name)).splitlines():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(1)
+    return page
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_node_exporter_answers_from_the_management_node(scenario_host, name):
+    page = scrape(scenario_host("mon-mgmt"), name)
+    assert re.search(r"^node_exporter_build_info\{.*\} 1$", page, re.M)
+    assert "node_textfile_scrape_error 0" in page.splitlines()
+
+
+def test_management_node_runs_no_gpu_collector(scenario_host):
+    mgmt = scenario_host("mon-mgmt")
+    assert not mgmt.file("/etc/systemd/system/gpulab-gpu-metrics.timer").exists
+    assert "gpulab_gpu" not in scrape(mgmt, "mon-mgmt")
+
+
+@pytest.mark.parametrize("name", COMPUTE)
+def test_without_a_driver_the_collector_says_exporter_up_0_and_why(scenario_host, name):
+    page = scrape(scenario_host("mon-mgmt"), name)
+    lines = gpulab_lines(page)
+    assert "gpulab_gpu_exporter_up 0" in lines.splitlines(), lines
+    # The real bindings, on a machine without libnvidia-ml.
+    assert 'gpulab_gpu_exporter_error{reason="NVMLError_LibraryNotFound"} 1' in lines.splitlines(), lines
+    assert promtool_check(lines) == (0, "")
+    assert scenario_host(name).service("gpulab-gpu-metrics.timer").is_running
+
+
+@pytest.fixture(scope="module")
+def stand_in(scenario_host):
+    """mon-gpu1's collector fed by the pynvml stand-in (two GPUs); handed back: (the host, edit(change))."""
+    gpu1 = scenario_host("mon-gpu1")
+    site = gpu1.check_output(f"{PREFIX}/bin/python3 -c 'import pynvml, os; print(os.path.dirname(pynvml.__file__))'")
+    gpu1.check_output(f"cp {site}/pynvml.py /root/pynvml.real.py")
+    stand_in_code = (ROOT / "tests/stand_ins/pynvml.py").read_text()
+    gpu1.check_output(f"printf %s {shlex.quote(stand_in_code)} > {site}/pynvml.py")
+    state = json.loads((ROOT / "tests/stand_ins/nvml-two-gpus.json").read_text())
+    dropin = "/etc/systemd/system/gpulab-gpu-metrics.service.d"
+    gpu1.check_output(
+        f"mkdir -p {dropin} && printf '[Service]\\nEnvironment=GPULAB_NVML_STAND_IN=/root/nvml.json\\n'"
+        f" > {dropin}/stand-in.conf && systemctl daemon-reload"
+    )
+
+    def edit(change=lambda s: None):
+        change(state)
+        new = shlex.quote(json.dumps(state))
+        gpu1.check_output(f"printf %s {new} > /root/nvml.json.new && mv /root/nvml.json.new /root/nvml.json")
+
+    edit()
+    yield gpu1, edit
+    gpu1.check_output(
+        f"mv /root/pynvml.real.py {site}/pynvml.py && rm -rf {dropin} /root/nvml.json && systemctl daemon-reload"
+    )
+
+
+def test_two_stand_in_gpus_reach_node_exporter_and_pass_promtool(scenario_host, stand_in):
+    mgmt = scenario_host("mon-mgmt")
+    page = scrape_until(mgmt, "mon-gpu1", "gpulab_gpus 2")
+    assert page, scrape(mgmt, "mon-gpu1")
+    lines = gpulab_lines(page)
+    assert promtool_check(lines) == (0, "")
+    a100 = 'gpu="1",uuid="GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"'
+    assert "gpulab_gpu_exporter_up 1" in lines.splitlines()
+    assert f"gpulab_gpu_temperature_celsius{{{a100}}} 45" in lines.splitlines()
+    assert f"gpulab_gpu_ecc_supported{{{a100}}} 1" in lines.splitlines()
+    assert 'gpulab_gpu_ecc_supported{gpu="0",uuid="GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60"} 0' in lines.splitlines()
+
+
+def test_a_hot_gpu_shows_within_a_few_collections(scenario_host, stand_in):
+    _gpu1, edit = stand_in
+    edit(lambda state: state["gpus"][1].update(temperature=91, clocks_event_mask=0x40))
+    a100 = 'gpu="1",uuid="GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"'
+    hot = f"gpulab_gpu_temperature_celsius{{{a100}}} 91"
+    page = scrape_until(scenario_host("mon-mgmt"), "mon-gpu1", hot)
+    assert page, gpulab_lines(scrape(scenario_host("mon-mgmt"), "mon-gpu1"))
+    uuid = "GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"
+    throttled = f'gpulab_gpu_clocks_event_active{{gpu="1",reason="hw_thermal_slowdown",uuid="{uuid}"}} 1'
+    assert throttled in page.splitlines()
+
+
+def test_the_file_is_replaced_whole_never_left_half_written(stand_in):
+    gpu1, _edit = stand_in
+    # Every collection renames a complete file into place: no temporary file stays behind.
+    listing = gpu1.check_output("ls -A /var/lib/prometheus/node-exporter")
+    assert listing.split() == ["gpulab_gpu.prom"], listing
+    assert gpu1.file(PROM_FILE).mode == 0o644

@@ -1,0 +1,117 @@
+"""GPU metrics in Prometheus's text format for node exporter's textfile collector, as pure functions.
+
+The values are the normalised GPU records of `nvidia_smi.collect_nvml` (the same gpu_health judges);
+a value the GPU does not report (None: ECC on GeForce) is left out, never written as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import THROTTLE_BITS
+
+# (metric, record key, type, help, scale to the base unit)
+GAUGES = [
+    ("gpulab_gpu_temperature_celsius", "temperature", "GPU core temperature.", 1),
+    ("gpulab_gpu_slowdown_temperature_celsius", "temperature_slowdown", "Temperature at which the GPU slows.", 1),
+    ("gpulab_gpu_power_draw_watts", "power_draw", "Power the GPU draws.", 1),
+    ("gpulab_gpu_power_limit_watts", "power_limit", "Power limit the driver enforces.", 1),
+    ("gpulab_gpu_sm_clock_hertz", "clock_sm", "SM clock.", 1e6),
+    ("gpulab_gpu_memory_clock_hertz", "clock_memory", "Memory clock.", 1e6),
+    ("gpulab_gpu_memory_used_bytes", "memory_used", "Frame buffer memory in use.", 1),
+    ("gpulab_gpu_memory_total_bytes", "memory_total", "Frame buffer memory.", 1),
+    ("gpulab_gpu_pcie_link_width", "pcie_width", "PCIe lanes in use.", 1),
+    ("gpulab_gpu_pcie_link_width_max", "pcie_width_max", "PCIe lanes the link can have.", 1),
+    ("gpulab_gpu_pcie_link_generation", "pcie_gen", "PCIe generation in use.", 1),
+    ("gpulab_gpu_ecc_uncorrected_volatile_errors", "ecc_uncorrected_volatile", "Uncorrected ECC errors since boot.", 1),
+    ("gpulab_gpu_ecc_corrected_volatile_errors", "ecc_corrected_volatile", "Corrected ECC errors since boot.", 1),
+    ("gpulab_gpu_remapped_rows_correctable", "remap_correctable", "Rows remapped for correctable errors.", 1),
+    ("gpulab_gpu_remapped_rows_uncorrectable", "remap_uncorrectable", "Rows remapped for uncorrectable errors.", 1),
+]
+FLAGS = [
+    ("gpulab_gpu_ecc_supported", "ecc_supported", "1 where ECC is on; 0 where the GPU has none or it is off."),
+    ("gpulab_gpu_remap_pending", "remap_pending", "1 while a row remap waits for a GPU reset."),
+    ("gpulab_gpu_remap_failed", "remap_failure", "1 when a row remap failed (the GPU needs service)."),
+    ("gpulab_gpu_persistence_mode", "persistence_mode", "1 with persistence mode on."),
+]
+
+
+def _escape(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(labels: Mapping[str, Any]) -> str:
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items()) + "}"
+
+
+def _number(value: float) -> str:
+    return repr(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _family(name: str, kind: str, help_text: str, samples: Iterable[tuple[Mapping[str, Any], float]]) -> list[str]:
+    lines = [f"{_labels(labels)} {_number(value)}" for labels, value in samples]
+    if not lines:
+        return []
+    return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *(name + line for line in lines)]
+
+
+def render(
+    gpus: list[dict[str, Any]] | None,
+    xid_totals: Mapping[tuple[str, int], int] | None = None,
+    error: str | None = None,
+) -> str:
+    """The textfile for one collection. gpus None means NVML could not be read (error says why):
+    then only gpulab_gpu_exporter_up 0 and the reason, so an alert can tell "no data" from "healthy".
+    xid_totals: (bus id, XID code) -> events counted from the kernel log so far."""
+    up = gpus is not None
+    lines = _family("gpulab_gpu_exporter_up", "gauge", "1 when NVML answered on this node.", [({}, 1 if up else 0)])
+    if not up:
+        reason = [({"reason": error or "unknown"}, 1)]
+        lines += _family("gpulab_gpu_exporter_error", "gauge", "Why NVML could not be read.", reason)
+        return "\n".join(lines) + "\n"
+    ids = [{"gpu": str(gpu["index"]), "uuid": gpu.get("uuid") or ""} for gpu in gpus]
+    info = [
+        ({**ids[i], "name": gpu.get("name") or "", "bus_id": gpu.get("bus_id") or "",
+          "driver_version": gpu.get("driver_version") or ""}, 1)
+        for i, gpu in enumerate(gpus)
+    ]  # fmt: skip
+    lines += _family("gpulab_gpu_info", "gauge", "The GPU's name, bus and driver.", info)
+    lines += _family("gpulab_gpus", "gauge", "GPUs NVML lists.", [({}, len(gpus))])
+    for name, key, help_text, scale in GAUGES:
+        samples = [(ids[i], gpu[key] * scale) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
+        lines += _family(name, "gauge", help_text, samples)
+    for name, key, help_text in FLAGS:
+        samples = [(ids[i], 1 if gpu[key] else 0) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
+        lines += _family(name, "gauge", help_text, samples)
+    ecc_total = [
+        (ids[i], gpu["ecc_uncorrected_aggregate"])
+        for i, gpu in enumerate(gpus)
+        if gpu.get("ecc_uncorrected_aggregate") is not None
+    ]
+    lines += _family(
+        "gpulab_gpu_ecc_uncorrected_aggregate_errors_total", "counter", "Uncorrected ECC errors ever.", ecc_total
+    )
+    throttle = [
+        ({**ids[i], "reason": reason}, 1 if gpu["throttle_mask"] & bit else 0)
+        for i, gpu in enumerate(gpus)
+        if gpu.get("throttle_mask") is not None
+        for bit, reason in THROTTLE_BITS.items()
+    ]
+    lines += _family("gpulab_gpu_clocks_event_active", "gauge", "1 while this reason holds the clocks down.", throttle)
+    xids = [({"bus_id": bus, "xid": str(code)}, count) for (bus, code), count in sorted((xid_totals or {}).items())]
+    lines += _family("gpulab_gpu_xid_events_total", "counter", "NVRM Xid events in the kernel log.", xids)
+    return "\n".join(lines) + "\n"
+
+
+def count_xids(
+    totals: Mapping[tuple[str, int], int], events: Iterable[Mapping[str, Any]]
+) -> dict[tuple[str, int], int]:
+    """Add the Xid events read since the last cursor (nvidia_smi.parse_xids) to the running totals."""
+    result = dict(totals)
+    for event in events:
+        key = (event["bus"], event["code"])
+        result[key] = result.get(key, 0) + 1
+    return result
