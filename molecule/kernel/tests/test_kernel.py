@@ -193,7 +193,16 @@ def test_ib_write_bw_over_rdma_cm_completes(vm_host):
     server, client = vm_host("kvm1"), vm_host("kvm2")
     server.check_output(f"systemd-run --unit gpulab-test-bw timeout 120 ib_write_bw -d {RXE} -R -D 3")
     try:
-        run = client.run(f"timeout 120 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}")
+        # The server listens a moment after systemd-run returns; a client that comes first is rejected
+        # (RDMA CM event 8, REJECTED) and asks again, for at most 30 s.
+        deadline = time.monotonic() + 30
+        while True:
+            run = client.run(f"timeout 120 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}")
+            if run.rc == 0 or not re.search(r"Unexpected CM event .* 8$", run.stderr, re.M):
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(1)
     finally:
         server.run("systemctl stop gpulab-test-bw; systemctl reset-failed gpulab-test-bw")
     assert run.rc == 0, run.stdout + run.stderr
