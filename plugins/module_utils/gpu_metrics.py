@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import THROTTLE_BITS
+from ansible_collections.gpulab.cluster.plugins.module_utils.prom_text import family
 
 # (metric, record key, type, help, scale to the base unit)
 GAUGES = [
@@ -37,27 +38,6 @@ FLAGS = [
 ]
 
 
-def _escape(value: Any) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(labels: Mapping[str, Any]) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items()) + "}"
-
-
-def _number(value: float) -> str:
-    return repr(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def _family(name: str, kind: str, help_text: str, samples: Iterable[tuple[Mapping[str, Any], float]]) -> list[str]:
-    lines = [f"{_labels(labels)} {_number(value)}" for labels, value in samples]
-    if not lines:
-        return []
-    return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *(name + line for line in lines)]
-
-
 def render(
     gpus: list[dict[str, Any]] | None,
     xid_totals: Mapping[tuple[str, int], int] | None = None,
@@ -67,10 +47,10 @@ def render(
     then only gpulab_gpu_exporter_up 0 and the reason, so an alert can tell "no data" from "healthy".
     xid_totals: (bus id, XID code) -> events counted from the kernel log so far."""
     up = gpus is not None
-    lines = _family("gpulab_gpu_exporter_up", "gauge", "1 when NVML answered on this node.", [({}, 1 if up else 0)])
+    lines = family("gpulab_gpu_exporter_up", "gauge", "1 when NVML answered on this node.", [({}, 1 if up else 0)])
     if not up:
         reason = [({"reason": error or "unknown"}, 1)]
-        lines += _family("gpulab_gpu_exporter_error", "gauge", "Why NVML could not be read.", reason)
+        lines += family("gpulab_gpu_exporter_error", "gauge", "Why NVML could not be read.", reason)
         return "\n".join(lines) + "\n"
     ids = [{"gpu": str(gpu["index"]), "uuid": gpu.get("uuid") or ""} for gpu in gpus]
     info = [
@@ -78,20 +58,20 @@ def render(
           "driver_version": gpu.get("driver_version") or ""}, 1)
         for i, gpu in enumerate(gpus)
     ]  # fmt: skip
-    lines += _family("gpulab_gpu_info", "gauge", "The GPU's name, bus and driver.", info)
-    lines += _family("gpulab_gpus", "gauge", "GPUs NVML lists.", [({}, len(gpus))])
+    lines += family("gpulab_gpu_info", "gauge", "The GPU's name, bus and driver.", info)
+    lines += family("gpulab_gpus", "gauge", "GPUs NVML lists.", [({}, len(gpus))])
     for name, key, help_text, scale in GAUGES:
         samples = [(ids[i], gpu[key] * scale) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
-        lines += _family(name, "gauge", help_text, samples)
+        lines += family(name, "gauge", help_text, samples)
     for name, key, help_text in FLAGS:
         samples = [(ids[i], 1 if gpu[key] else 0) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
-        lines += _family(name, "gauge", help_text, samples)
+        lines += family(name, "gauge", help_text, samples)
     ecc_total = [
         (ids[i], gpu["ecc_uncorrected_aggregate"])
         for i, gpu in enumerate(gpus)
         if gpu.get("ecc_uncorrected_aggregate") is not None
     ]
-    lines += _family(
+    lines += family(
         "gpulab_gpu_ecc_uncorrected_aggregate_errors_total", "counter", "Uncorrected ECC errors ever.", ecc_total
     )
     throttle = [
@@ -100,9 +80,9 @@ def render(
         if gpu.get("throttle_mask") is not None
         for bit, reason in THROTTLE_BITS.items()
     ]
-    lines += _family("gpulab_gpu_clocks_event_active", "gauge", "1 while this reason holds the clocks down.", throttle)
+    lines += family("gpulab_gpu_clocks_event_active", "gauge", "1 while this reason holds the clocks down.", throttle)
     xids = [({"bus_id": bus, "xid": str(code)}, count) for (bus, code), count in sorted((xid_totals or {}).items())]
-    lines += _family("gpulab_gpu_xid_events_total", "counter", "NVRM Xid events in the kernel log.", xids)
+    lines += family("gpulab_gpu_xid_events_total", "counter", "NVRM Xid events in the kernel log.", xids)
     return "\n".join(lines) + "\n"
 
 

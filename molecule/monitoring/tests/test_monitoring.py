@@ -1,7 +1,6 @@
 """Node exporter on every node; the GPU collector on the compute nodes, without a driver and then fed by
 the pynvml stand-in with two GPUs. Metrics read back through node exporter and linted by promtool."""
 
-import json
 import os
 import re
 import shlex
@@ -12,10 +11,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+A100_UUID = "GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"  # the stand-in's second GPU (conftest.stand_in)
 PROMTOOL = str(ROOT / ".cache" / "tools" / "promtool")
 NODES = ("mon-mgmt", "mon-gpu1", "mon-gpu2")
 COMPUTE = ("mon-gpu1", "mon-gpu2")
-PREFIX = "/opt/gpulab/monitoring"
 PROM_FILE = "/var/lib/prometheus/node-exporter/gpulab_gpu.prom"
 
 
@@ -69,40 +68,13 @@ def test_without_a_driver_the_collector_says_exporter_up_0_and_why(scenario_host
     assert scenario_host(name).service("gpulab-gpu-metrics.timer").is_running
 
 
-@pytest.fixture(scope="module")
-def stand_in(scenario_host):
-    """mon-gpu1's collector fed by the pynvml stand-in (two GPUs); handed back: (the host, edit(change))."""
-    gpu1 = scenario_host("mon-gpu1")
-    site = gpu1.check_output(f"{PREFIX}/bin/python3 -c 'import pynvml, os; print(os.path.dirname(pynvml.__file__))'")
-    gpu1.check_output(f"cp {site}/pynvml.py /root/pynvml.real.py")
-    stand_in_code = (ROOT / "tests/stand_ins/pynvml.py").read_text()
-    gpu1.check_output(f"printf %s {shlex.quote(stand_in_code)} > {site}/pynvml.py")
-    state = json.loads((ROOT / "tests/stand_ins/nvml-two-gpus.json").read_text())
-    dropin = "/etc/systemd/system/gpulab-gpu-metrics.service.d"
-    gpu1.check_output(
-        f"mkdir -p {dropin} && printf '[Service]\\nEnvironment=GPULAB_NVML_STAND_IN=/root/nvml.json\\n'"
-        f" > {dropin}/stand-in.conf && systemctl daemon-reload"
-    )
-
-    def edit(change=lambda s: None):
-        change(state)
-        new = shlex.quote(json.dumps(state))
-        gpu1.check_output(f"printf %s {new} > /root/nvml.json.new && mv /root/nvml.json.new /root/nvml.json")
-
-    edit()
-    yield gpu1, edit
-    gpu1.check_output(
-        f"mv /root/pynvml.real.py {site}/pynvml.py && rm -rf {dropin} /root/nvml.json && systemctl daemon-reload"
-    )
-
-
 def test_two_stand_in_gpus_reach_node_exporter_and_pass_promtool(scenario_host, stand_in):
     mgmt = scenario_host("mon-mgmt")
     page = scrape_until(mgmt, "mon-gpu1", "gpulab_gpus 2")
     assert page, scrape(mgmt, "mon-gpu1")
     lines = gpulab_lines(page)
     assert promtool_check(lines) == (0, "")
-    a100 = 'gpu="1",uuid="GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"'
+    a100 = f'gpu="1",uuid="{A100_UUID}"'
     assert "gpulab_gpu_exporter_up 1" in lines.splitlines()
     assert f"gpulab_gpu_temperature_celsius{{{a100}}} 45" in lines.splitlines()
     assert f"gpulab_gpu_ecc_supported{{{a100}}} 1" in lines.splitlines()
@@ -112,12 +84,11 @@ def test_two_stand_in_gpus_reach_node_exporter_and_pass_promtool(scenario_host, 
 def test_a_hot_gpu_shows_within_a_few_collections(scenario_host, stand_in):
     _gpu1, edit = stand_in
     edit(lambda state: state["gpus"][1].update(temperature=91, clocks_event_mask=0x40))
-    a100 = 'gpu="1",uuid="GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"'
+    a100 = f'gpu="1",uuid="{A100_UUID}"'
     hot = f"gpulab_gpu_temperature_celsius{{{a100}}} 91"
     page = scrape_until(scenario_host("mon-mgmt"), "mon-gpu1", hot)
     assert page, gpulab_lines(scrape(scenario_host("mon-mgmt"), "mon-gpu1"))
-    uuid = "GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"
-    throttled = f'gpulab_gpu_clocks_event_active{{gpu="1",reason="hw_thermal_slowdown",uuid="{uuid}"}} 1'
+    throttled = f'gpulab_gpu_clocks_event_active{{gpu="1",reason="hw_thermal_slowdown",uuid="{A100_UUID}"}} 1'
     assert throttled in page.splitlines()
 
 

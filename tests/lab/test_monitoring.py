@@ -1,0 +1,94 @@
+"""The lab's monitoring: Prometheus on mgmt1 scrapes every node and Ceph's manager, the Slurm
+collector reports the nodes and a drain with its reason, and every Slurm and Ceph dashboard query
+returns data (the node and GPU dashboards are queried in Molecule `monitoring`, which has GPUs)."""
+
+import json
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = ROOT / "roles" / "monitoring" / "files" / "dashboards"
+# Runs on mgmt1: each PromQL expression of argv[1] (a JSON list) -> Prometheus's answer.
+QUERY = """
+import json, sys, urllib.parse, urllib.request
+answers = {}
+for expr in json.loads(sys.argv[1]):
+    url = "http://localhost:9090/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    answers[expr] = json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]
+print(json.dumps(answers))
+"""
+TARGETS = """
+import json, urllib.request
+active = json.load(urllib.request.urlopen("http://localhost:9090/api/v1/targets", timeout=10))["data"]["activeTargets"]
+print(json.dumps(sorted([t["labels"]["job"], t["labels"]["instance"], t["health"]] for t in active)))
+"""
+
+
+def on(node, command, timeout=60):
+    return subprocess.run(
+        ["docker", "exec", node, "sh", "-c", command], check=True, capture_output=True, text=True, timeout=timeout
+    ).stdout.strip()
+
+
+def query(*exprs):
+    return json.loads(on("mgmt1", f"python3 -c {shlex.quote(QUERY)} {shlex.quote(json.dumps(exprs))}"))
+
+
+def wait_for(condition, seconds, step=3):
+    deadline = time.monotonic() + seconds
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(step)
+    return value
+
+
+def targets():
+    return json.loads(on("mgmt1", f"python3 -c {shlex.quote(TARGETS)}"))
+
+
+def test_prometheus_scrapes_every_node_and_ceph_s_manager():
+    wanted = [
+        ["ceph", "storage1", "up"],
+        *(["node", name, "up"] for name in ("gpu1", "gpu2", "mgmt1", "storage1")),
+        ["prometheus", "mgmt1", "up"],
+    ]
+    assert wait_for(lambda: targets() == wanted, 60), targets()
+    health = query("ceph_health_status")["ceph_health_status"]
+    assert [(r["metric"]["instance"], r["value"][1]) for r in health] == [("storage1", "0")]
+
+
+def test_the_slurm_collector_reports_both_compute_nodes():
+    def slurm():
+        answer = query("gpulab_slurm_up", "gpulab_slurm_nodes")
+        return answer if answer["gpulab_slurm_up"] and answer["gpulab_slurm_nodes"] else None
+
+    answer = wait_for(slurm, 90)
+    assert answer, query("gpulab_slurm_up", "gpulab_slurm_nodes")
+    assert [r["value"][1] for r in answer["gpulab_slurm_up"]] == ["1"]
+    assert {r["metric"]["state"]: r["value"][1] for r in answer["gpulab_slurm_nodes"]} == {"idle": "2"}
+
+
+def test_a_drained_node_shows_with_its_reason():
+    on("mgmt1", "scontrol update nodename=gpu2 state=drain reason='lab: monitoring test'")
+    try:
+        drained = 'gpulab_slurm_node_drain{node="gpu2"} == 1'
+
+        def reasons():
+            return [r["metric"]["reason"] for r in query(drained)[drained]]
+
+        # Collected every 30 s and scraped every 15 s; an earlier test's drain may show until then.
+        assert wait_for(lambda: reasons() == ["lab: monitoring test"], 90), reasons()
+    finally:
+        on("mgmt1", "scontrol update nodename=gpu2 state=resume")
+
+
+def test_every_slurm_and_ceph_dashboard_query_returns_data():
+    exprs = [
+        target["expr"]
+        for name in ("gpulab-slurm.json", "gpulab-ceph.json", "gpulab-nodes.json")
+        for panel in json.loads((DASHBOARDS / name).read_text())["panels"]
+        for target in panel["targets"]
+    ]
+    answers = query(*exprs)
+    assert [expr for expr in exprs if not answers[expr]] == []
