@@ -13,9 +13,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 # Lanes from measurement (README, "Speed"): the container scenarios share one Docker subnet and
-# so one lane; the QEMU VMs, the lab and Molecule monitoring have networks of their own and fill
-# the other, with lint and the unit tests in front to even the two out.
-default_lanes="preflight common network storage ceph gpu_stack slurm;lint unit monitoring kernel lab"
+# so one lane; Molecule monitoring, the QEMU VMs and the lab have networks of their own and fill
+# the other, which has grown longer: lint and the unit tests go in front of the first.
+default_lanes="lint unit preflight common network storage ceph gpu_stack slurm;monitoring kernel lab"
 lanes=${GPULAB_TEST_LANES:-$default_lanes}
 if [ -n "${GPULAB_SKIP_KERNEL:-}" ]; then lanes=$(sed -E 's/(^|[ ;])kernel( |;|$)/\1\2/' <<<"$lanes"); fi
 logs=.cache/test
