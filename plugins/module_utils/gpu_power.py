@@ -1,44 +1,14 @@
-"""GPU power limits as data: read what nvidia-smi reports and plan the `nvidia-smi -pl` calls that
-make it match the inventory. Pure functions; the gpu_power_limit module runs nvidia-smi."""
+"""GPU power limits as data: plan the `nvidia-smi -pl` calls that make what nvidia-smi reports
+(nvidia_smi.parse_power_csv) match the inventory. Pure functions; the gpu_power_limit module runs
+nvidia-smi."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-# nvidia-smi --query-gpu fields, in order: the enforced limit and the range the GPU allows.
-FIELDS = ("index", "power.limit", "power.min_limit", "power.max_limit", "power.default_limit")
-KEYS = ("index", "limit", "min", "max", "default")
-MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]"}
 # nvidia-smi reports limits to 0.01 W; a request within this of the current limit is met.
 TOLERANCE_W = 0.5
-
-
-class PowerParseError(ValueError):
-    """nvidia-smi output that is not the asked-for CSV."""
-
-
-def _watts(raw: str) -> float | None:
-    text = raw.strip()
-    if text.lower() in MISSING:
-        return None
-    try:
-        return float(text.split()[0])
-    except ValueError as exc:
-        raise PowerParseError(f"not a power value: {raw!r}") from exc
-
-
-def parse_power_csv(text: str) -> list[dict[str, Any]]:
-    """`nvidia-smi --query-gpu=<FIELDS> --format=csv,noheader,nounits` -> [{index, limit, min, max, default}]."""
-    gpus = []
-    for line in text.strip().splitlines():
-        cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) != len(KEYS) or not cells[0].isdigit():
-            raise PowerParseError(f"expected {len(KEYS)} fields starting with the GPU index: {line[:120]!r}")
-        gpus.append(
-            {"index": int(cells[0]), **{key: _watts(cell) for key, cell in zip(KEYS[1:], cells[1:], strict=True)}}
-        )
-    return gpus
 
 
 def plan(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -> tuple[list[dict], list[str]]:

@@ -157,6 +157,34 @@ def query_fields(old_names: bool = False) -> str:
     return ",".join(old if old_names else new for _key, new, old in QUERY_FIELDS)
 
 
+# --query-gpu fields for power limits (gpu_power_limit), in order: the enforced limit and the range
+# the GPU allows.
+POWER_FIELDS = ("index", "power.limit", "power.min_limit", "power.max_limit", "power.default_limit")
+_POWER_KEYS = ("index", "limit", "min", "max", "default")
+
+
+def _watts(raw: str) -> float | None:
+    text = raw.strip()
+    if text.lower() in _MISSING:
+        return None
+    try:
+        return float(text.split()[0])
+    except ValueError as exc:
+        raise GpuParseError(f"not a power value: {raw!r}") from exc
+
+
+def parse_power_csv(text: str) -> list[dict[str, Any]]:
+    """`nvidia-smi --query-gpu=<POWER_FIELDS> --format=csv,noheader,nounits` -> [{index, limit, min, max, default}]."""
+    gpus = []
+    for line in text.strip().splitlines():
+        cells = _split_csv(line)
+        if len(cells) != len(_POWER_KEYS) or not cells[0].isdigit():
+            raise GpuParseError(f"expected {len(_POWER_KEYS)} fields starting with the GPU index: {line[:120]!r}")
+        watts = {key: _watts(cell) for key, cell in zip(_POWER_KEYS[1:], cells[1:], strict=True)}
+        gpus.append({"index": int(cells[0]), **watts})
+    return gpus
+
+
 def parse_remapped_rows_csv(text: str) -> dict[str, dict[str, Any]]:
     """`nvidia-smi --query-remapped-rows=<REMAP_FIELDS> --format=csv,noheader,nounits` -> by bus id."""
     rows = {}

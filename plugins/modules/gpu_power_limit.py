@@ -60,7 +60,7 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils import gpu_power
+from ansible_collections.gpulab.cluster.plugins.module_utils import gpu_power, nvidia_smi
 
 
 def main() -> None:
@@ -75,13 +75,13 @@ def main() -> None:
     smi = module.get_bin_path("nvidia-smi")
     if not smi:
         module.fail_json(msg=f"{variable} is set, but this node has no nvidia-smi: no driver to set GPU power limits")
-    query = [smi, f"--query-gpu={','.join(gpu_power.FIELDS)}", "--format=csv,noheader,nounits"]
+    query = [smi, f"--query-gpu={','.join(nvidia_smi.POWER_FIELDS)}", "--format=csv,noheader,nounits"]
     rc, out, err = module.run_command(query, environ_update={"LC_ALL": "C"})
     if rc != 0:
         module.fail_json(msg=f"{variable}: could not read the GPUs' power limits: {(err or out).strip()[:300]}")
     try:
-        gpus = gpu_power.parse_power_csv(out)
-    except gpu_power.PowerParseError as exc:
+        gpus = nvidia_smi.parse_power_csv(out)
+    except nvidia_smi.GpuParseError as exc:
         module.fail_json(msg=f"{variable}: {exc}")
     changes, problems = gpu_power.plan(gpus, module.params["limits"], variable)
     if problems:
