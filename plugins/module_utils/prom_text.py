@@ -1,8 +1,9 @@
 """Prometheus's text exposition format, for the files gpulab's collectors write for node exporter's
-textfile collector. Pure functions."""
+textfile collector: pure functions, and the one write every collector makes (replace_file)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,3 +29,12 @@ def family(name: str, kind: str, help_text: str, samples: Iterable[tuple[Mapping
     if not lines:
         return []
     return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *(name + line for line in lines)]
+
+
+def replace_file(path: str, text: str) -> None:
+    """Write the whole file in one rename, world-readable: a reader (node exporter) never sees half of it."""
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
