@@ -1,4 +1,4 @@
-"""Shared by the monitoring scenario's tests: the pynvml stand-in on mon-gpu1."""
+"""Shared by the monitoring scenario's tests: the pynvml stand-in on mon-gpu1, and Prometheus's answers."""
 
 import json
 import os
@@ -9,6 +9,26 @@ import pytest
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 PREFIX = "/opt/gpulab/monitoring"
+# Runs on mon-mgmt: each PromQL expression of argv[1] (a JSON list) -> the result Prometheus gives.
+QUERY = """
+import json, sys, urllib.parse, urllib.request
+answers = {}
+for expr in json.loads(sys.argv[1]):
+    url = "http://localhost:9090/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    answers[expr] = json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]
+print(json.dumps(answers))
+"""
+
+
+@pytest.fixture(scope="module")
+def prometheus(scenario_host):
+    """prometheus(*exprs) -> {expr: Prometheus's result for it (a list of samples)}, asked on mon-mgmt."""
+    mgmt = scenario_host("mon-mgmt")
+
+    def ask(*exprs):
+        return json.loads(mgmt.check_output(f"python3 -c {shlex.quote(QUERY)} {shlex.quote(json.dumps(exprs))}"))
+
+    return ask
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,6 @@ import pytest
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 PLAYBOOK = "molecule/monitoring/power.yml"
 UNIT = "/etc/systemd/system/gpulab-gpu-power.service"
-QUERY = """
-import json, sys, urllib.parse, urllib.request
-url = "http://localhost:9090/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[1]})
-print(json.dumps(json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]))
-"""
 
 
 def limits_arg(limits):
@@ -46,11 +41,10 @@ def limits_mw(host):
     return [gpu["limit_mw"] for gpu in json.loads(host.file("/root/nvml.json").content_string)["gpus"]]
 
 
-def prometheus_limits(mgmt):
+def prometheus_limits(prometheus):
     """mon-gpu1's power limits as Prometheus has them: {gpu: watts}."""
     expr = 'gpulab_gpu_power_limit_watts{instance="mon-gpu1"}'
-    answer = json.loads(mgmt.check_output(f"python3 -c {shlex.quote(QUERY)} {shlex.quote(expr)}"))
-    return {r["metric"]["gpu"]: r["value"][1] for r in answer}
+    return {r["metric"]["gpu"]: r["value"][1] for r in prometheus(expr)[expr]}
 
 
 def test_a_limit_a_gpu_does_not_allow_is_refused_and_nothing_is_set(gpu1, ansible_playbook):
@@ -62,7 +56,7 @@ def test_a_limit_a_gpu_does_not_allow_is_refused_and_nothing_is_set(gpu1, ansibl
     assert not gpu1.file(UNIT).exists
 
 
-def test_limits_are_set_and_reach_prometheus(gpu1, ansible_playbook, scenario_host):
+def test_limits_are_set_and_reach_prometheus(gpu1, ansible_playbook, prometheus):
     check = ansible_playbook(
         PLAYBOOK, "--limit", "mon-gpu1", "--check", "--diff", "-e", limits_arg({"all": 200, "0": 350})
     )
@@ -77,9 +71,9 @@ def test_limits_are_set_and_reach_prometheus(gpu1, ansible_playbook, scenario_ho
     assert "ExecStart=/usr/bin/nvidia-smi -pl 200\nExecStart=/usr/bin/nvidia-smi -i 0 -pl 350\n" in unit
     assert gpu1.service("gpulab-gpu-power.service").is_enabled
     # The collector reads the new limits through NVML; Prometheus scrapes them.
-    mgmt, wanted = scenario_host("mon-mgmt"), {"0": "350", "1": "200"}
+    wanted = {"0": "350", "1": "200"}
     deadline = time.monotonic() + 30
-    while (seen := prometheus_limits(mgmt)) != wanted and time.monotonic() < deadline:
+    while (seen := prometheus_limits(prometheus)) != wanted and time.monotonic() < deadline:
         time.sleep(2)
     assert seen == wanted
 

@@ -29,20 +29,6 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 http.server.HTTPServer(("127.0.0.1", 9199), Receiver).serve_forever()
 """
-# Runs on mon-mgmt: each PromQL expression of argv[1] (a JSON list) -> Prometheus's answer.
-QUERY = """
-import json, sys, urllib.parse, urllib.request
-answers = {}
-for expr in json.loads(sys.argv[1]):
-    url = "http://localhost:9090/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    answers[expr] = json.load(urllib.request.urlopen(url, timeout=10))
-print(json.dumps(answers))
-"""
-
-
-def query(mgmt, *exprs):
-    """expr -> Prometheus's JSON answer, asked on mon-mgmt."""
-    return json.loads(mgmt.check_output(f"python3 -c {shlex.quote(QUERY)} {shlex.quote(json.dumps(exprs))}"))
 
 
 def api(mgmt, path):
@@ -91,7 +77,7 @@ def incident(mgmt, stand_in):
     subprocess.run(["docker", "unpause", "mon-gpu2"], check=True)
 
 
-def test_prometheus_scrapes_node_exporter_on_every_node(mgmt):
+def test_prometheus_scrapes_node_exporter_on_every_node(mgmt, prometheus):
     def targets():
         active = api(mgmt, "/api/v1/targets")["data"]["activeTargets"]
         return {t["labels"]["instance"]: t["health"] for t in active if t["labels"]["job"] == "node"}
@@ -100,7 +86,7 @@ def test_prometheus_scrapes_node_exporter_on_every_node(mgmt):
     assert wait_for(lambda: targets() == every_node_up, 30), targets()
     # up == 1 as the alert rules see it, and nothing else: Prometheus never ran with Debian's
     # example config (which scrapes localhost:9100), so no such series lingers.
-    answer = query(mgmt, "up")["up"]["data"]["result"]
+    answer = prometheus("up")["up"]
     wanted = [("node", "mon-gpu1", "1"), ("node", "mon-gpu2", "1"), ("node", "mon-mgmt", "1")]
     wanted.append(("prometheus", "mon-mgmt", "1"))
     assert sorted((r["metric"]["job"], r["metric"]["instance"], r["value"][1]) for r in answer) == wanted
@@ -137,13 +123,13 @@ def test_the_dashboards_are_installed(mgmt):
         )
 
 
-def test_every_dashboard_query_returns_data(mgmt, stand_in):
+def test_every_dashboard_query_returns_data(prometheus, stand_in):
     queries = list(dashboard_queries())
     assert len(queries) >= 15
 
     def empty():
-        answers = query(mgmt, *(query_expr for _name, _title, query_expr in queries))
-        return [(name, title, expr) for name, title, expr in queries if not answers[expr]["data"]["result"]]
+        answers = prometheus(*(query_expr for _name, _title, query_expr in queries))
+        return [(name, title, expr) for name, title, expr in queries if not answers[expr]]
 
     # Until the stand-in's GPUs have been scraped (a few seconds after the fixture set them up).
     assert wait_for(lambda: not empty(), 30), empty()
