@@ -13,6 +13,10 @@ import pytest
             '{"monitoring_scrape_jobs": [{"name": "dcgm", "port": 9400, "hosts": ["mon-gpu1", "gpu9"]}]}',
             "monitoring_scrape_jobs names hosts that are not in the inventory: gpu9",
         ),
+        (
+            '{"monitoring_ceph_hosts": ["mon-mgmt", "ceph9"]}',
+            "monitoring_ceph_hosts names hosts that are not in the inventory: ceph9",
+        ),
         ('{"monitoring_alert_receiver": {"type": "webhook"}}', "monitoring_alert_receiver has no address"),
         (
             '{"monitoring_alert_receiver": {"type": "email", "to": "ops@example.org"}}',
