@@ -27,17 +27,18 @@ print(re.search(r"pip='([0-9.]+)'", inspect.getsource(python_requirements.get_ve
 PY
 )
 stand_in=~/.ansible/test/cache/get_pip_${pip_version//./_}.py
-if [ ! -e "$stand_in" ]; then
-  mkdir -p "$(dirname "$stand_in")"
-  cat >"$stand_in" <<'PY'
+mkdir -p "$(dirname "$stand_in")"
+# Written every run, so that a change here reaches machines that kept an older stand-in.
+cat >"$stand_in" <<'PY'
 # gpulab (scripts/sanity.sh): stands in for get-pip.py: pip from ensurepip, then what was asked for.
+# ansible-test passes pip little of the environment: fall back to the system's CA bundle.
 import ensurepip, os, subprocess, sys
 ensurepip.bootstrap(upgrade=True)
-cert = ["--cert", os.environ["REQUESTS_CA_BUNDLE"]] if os.environ.get("REQUESTS_CA_BUNDLE") else []
+bundle = os.environ.get("REQUESTS_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
+cert = ["--cert", bundle] if os.path.exists(bundle) else []
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 subprocess.check_call([sys.executable, "-m", "pip", "install", *cert, *args])
 PY
-fi
 # ansible-test runs pip isolated from pip's config: hand it the CA bundle the machine uses.
 ca=${REQUESTS_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-}}}
 [ -z "$ca" ] || export REQUESTS_CA_BUNDLE=$ca
