@@ -4,43 +4,17 @@ returns data (the node and GPU dashboards are queried in Molecule `monitoring`, 
 
 import json
 import shlex
-import subprocess
-import time
 from pathlib import Path
+
+from helpers import on, query, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = ROOT / "roles" / "monitoring" / "files" / "dashboards"
-# Runs on mgmt1: each PromQL expression of argv[1] (a JSON list) -> Prometheus's answer.
-QUERY = """
-import json, sys, urllib.parse, urllib.request
-answers = {}
-for expr in json.loads(sys.argv[1]):
-    url = "http://localhost:9090/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    answers[expr] = json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]
-print(json.dumps(answers))
-"""
 TARGETS = """
 import json, urllib.request
 active = json.load(urllib.request.urlopen("http://localhost:9090/api/v1/targets", timeout=10))["data"]["activeTargets"]
 print(json.dumps(sorted([t["labels"]["job"], t["labels"]["instance"], t["health"]] for t in active)))
 """
-
-
-def on(node, command, timeout=60):
-    return subprocess.run(
-        ["docker", "exec", node, "sh", "-c", command], check=True, capture_output=True, text=True, timeout=timeout
-    ).stdout.strip()
-
-
-def query(*exprs):
-    return json.loads(on("mgmt1", f"python3 -c {shlex.quote(QUERY)} {shlex.quote(json.dumps(exprs))}"))
-
-
-def wait_for(condition, seconds, step=3):
-    deadline = time.monotonic() + seconds
-    while not (value := condition()) and time.monotonic() < deadline:
-        time.sleep(step)
-    return value
 
 
 def targets():

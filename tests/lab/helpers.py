@@ -1,0 +1,34 @@
+"""What the lab tests share: a command on a node, a PromQL query on mgmt1's Prometheus, a bounded wait."""
+
+import json
+import shlex
+import subprocess
+import time
+
+# Runs on mgmt1: each PromQL expression of argv[1] (a JSON list) -> Prometheus's answer.
+QUERY = """
+import json, sys, urllib.parse, urllib.request
+answers = {}
+for expr in json.loads(sys.argv[1]):
+    url = "http://localhost:9090/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    answers[expr] = json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]
+print(json.dumps(answers))
+"""
+
+
+def on(node, command, timeout=60):
+    return subprocess.run(
+        ["docker", "exec", node, "sh", "-c", command], check=True, capture_output=True, text=True, timeout=timeout
+    ).stdout.strip()
+
+
+def query(*exprs):
+    return json.loads(on("mgmt1", f"python3 -c {shlex.quote(QUERY)} {shlex.quote(json.dumps(exprs))}"))
+
+
+def wait_for(condition, seconds, step=3):
+    """condition's first true value within `seconds`, else its last (false) one."""
+    deadline = time.monotonic() + seconds
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(step)
+    return value
