@@ -1,0 +1,94 @@
+"""The lab's UPS (NUT's dummy-ups on mgmt1, every node watching it): on battery the compute nodes are
+drained in Slurm and an administrator's drain is left alone; power back resumes them; low battery
+shuts the other nodes down first and mgmt1, the UPS host, last. In containers the shutdown command
+leaves a marker (/run/gpulab-ups-shutdown); its time stamps give the order."""
+
+import re
+
+import pytest
+from helpers import on, query, wait_for
+
+UPS_FILE = "/etc/nut/gpulab-ups.dev"
+MARKER = "/run/gpulab-ups-shutdown"
+NODES = ("mgmt1", "storage1", "gpu1", "gpu2")
+OTHERS = ("storage1", "gpu1", "gpu2")
+
+
+def simulate(status, charge):
+    """Put the simulated UPS in a state; dummy-ups reads the file again when it changes."""
+    on("mgmt1", f"printf 'ups.status: {status}\\nbattery.charge: {charge}\\nbattery.runtime: 600\\n' > {UPS_FILE}")
+
+
+def reason(node):
+    line = on("mgmt1", f"scontrol -o show node {node}")
+    found = re.search(r" Reason=(.*?)( \[[^]]*\])?$", line)
+    return found.group(1) if found else ""
+
+
+@pytest.fixture
+def lab_ups():
+    """After each test: the UPS on line, upsmon running again everywhere, no marker left, no UPS drain."""
+    yield
+    simulate("OL", 100)
+    # upsd keeps a forced shutdown (FSD) until the driver and upsd start again, as after a power cycle.
+    on("mgmt1", "systemctl restart nut-driver@ups nut-server")
+    assert wait_for(lambda: on("mgmt1", "upsc ups@127.0.0.1 ups.status 2>/dev/null") == "OL", 30)
+    for node in NODES:
+        on(node, f"rm -f {MARKER} /etc/killpower && systemctl restart nut-monitor")
+    on("mgmt1", "/usr/local/sbin/gpulab-ups-drain resume")
+
+
+def test_the_simulated_ups_is_on_line_and_every_node_watches_it(lab_ups):
+    assert on("mgmt1", "upsc ups@127.0.0.1 ups.status") == "OL"
+    # Each node reads the UPS through upsd on mgmt1's management address, with its own login.
+    for node in OTHERS:
+        assert on(node, "upsc ups@mgmt1 ups.status") == "OL"
+        assert on(node, "systemctl is-active nut-monitor") == "active"
+    # upsd sees mgmt1's own upsmon on loopback and each other node's from its management address.
+    addresses = {on("mgmt1", f"getent hosts {node}").split()[0] for node in OTHERS} | {"127.0.0.1"}
+    assert wait_for(lambda: set(on("mgmt1", "upsc -c ups@127.0.0.1").split()) == addresses, 30), addresses
+
+
+def test_on_battery_drains_the_compute_nodes_and_power_back_resumes_them(lab_ups):
+    assert reason("gpu1") == ""
+    since = on("mgmt1", "date +%s.%N")
+    on("mgmt1", "scontrol update nodename=gpu2 state=drain reason='lab: disk swap'")
+    try:
+        simulate("OB DISCHRG", 80)
+        assert wait_for(lambda: reason("gpu1") == "gpulab: ups: on battery", 60), reason("gpu1")
+        assert "DRAIN" in on("mgmt1", "scontrol -o show node gpu1")
+        assert reason("gpu2") == "lab: disk swap"
+        # The UPS collector -> node exporter -> Prometheus.
+        on_battery = 'gpulab_ups_on_battery{instance="mgmt1",ups="ups"}'
+        assert wait_for(lambda: [r["value"][1] for r in query(on_battery)[on_battery]] == ["1"], 60)
+
+        simulate("OL", 100)
+        assert wait_for(lambda: reason("gpu1") == "", 60), reason("gpu1")
+        assert "DRAIN" not in on("mgmt1", "scontrol -o show node gpu1")
+        assert reason("gpu2") == "lab: disk swap"
+    finally:
+        on("mgmt1", "scontrol update nodename=gpu2 state=resume")
+    journal = on("mgmt1", f"journalctl -t gpulab-ups -o cat --no-pager --since @{since}")
+    assert "drained gpu1: on battery" in journal and "resumed gpu1: power is back" in journal
+    assert "gpu2" not in journal
+
+
+def test_low_battery_shuts_the_other_nodes_down_first_and_the_ups_host_last(lab_ups):
+    simulate("OB LB", 9)
+    stamps = {}
+
+    def all_down():
+        for node in NODES:
+            stamp = on(node, f"stat -c %.9Y {MARKER} 2>/dev/null || true")
+            if stamp:
+                stamps[node] = float(stamp)
+        return len(stamps) == len(NODES)
+
+    assert wait_for(all_down, 120), stamps
+    assert stamps["mgmt1"] > max(stamps[node] for node in OTHERS), stamps
+    # mgmt1 asked upsd for the forced shutdown and left the flag that tells the UPS to power off.
+    assert on("mgmt1", "upsc ups@127.0.0.1 ups.status").startswith("FSD")
+    assert on("mgmt1", "test -e /etc/killpower && echo flag") == "flag"
+    # Every upsmon has done its work and stopped, as it does before a real power-off.
+    for node in NODES:
+        assert wait_for(lambda node=node: on(node, "systemctl is-active nut-monitor || true") == "inactive", 30), node

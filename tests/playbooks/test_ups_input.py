@@ -1,0 +1,45 @@
+"""The ups role (and the monitoring role's UPS collector) refuse bad settings before they touch a node
+(no lab needed: the connection points at a Docker socket that does not exist)."""
+
+import pytest
+from unreachable import run_playbook
+
+
+def monitoring(tags, extra_vars, *options):
+    run = run_playbook("playbooks/monitoring.yml", extra_vars, "--tags", tags, *options)
+    return run.returncode, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "extra_vars, message",
+    [
+        ({"ups_monitor_password": ""}, "ups_monitor_password is empty: set it (from Ansible Vault)"),
+        ({"ups_monitor_password": "two words"}, "ups_monitor_password must not hold spaces, quotes or backslashes"),
+        ({"ups_monitor_password": "back\\slash"}, "ups_monitor_password must not hold spaces, quotes or backslashes"),
+        ({"ups_host": "ups-box"}, 'ups_host "ups-box" is not in the inventory'),
+        ({"ups_drain_nodes": ["gpu1", "gpu9"]}, "ups_drain_nodes names hosts that are not in the inventory: gpu9"),
+        ({"ups_name": "my ups"}, 'ups_name "my ups" must be letters, digits, - and _'),
+        ({"ups_shutdown_command": 'sh -c "poweroff"'}, "ups_shutdown_command must not hold a double quote"),
+        ({"ups_listen_port": 70000}, "ups_listen_port must be 1-65535, got 70000"),
+    ],
+)
+def test_bad_ups_settings_are_refused_naming_the_variable(extra_vars, message):
+    rc, output = monitoring("ups", extra_vars)
+    assert rc != 0
+    assert "UPS settings:" in output and message in output, output[-3000:]
+    assert "Install NUT" not in output  # stopped before any node was touched
+    assert "two words" not in output and "back\\slash" not in output  # nor is the password shown
+
+
+def test_a_ups_setting_of_the_wrong_type_is_refused_by_the_role_spec():
+    rc, output = monitoring("ups", {"ups_host_sync": "soon"})
+    assert rc != 0
+    assert "ups_host_sync" in output and "Install NUT" not in output, output[-3000:]
+
+
+def test_a_ups_target_upsc_cannot_name_is_refused():
+    # Only the UPS host runs the UPS collector.
+    rc, output = monitoring("monitoring", {"monitoring_ups_target": "ups"}, "--limit", "mgmt1")
+    assert rc != 0
+    assert "monitoring_ups_target must be UPS@HOST[:PORT], got 'ups'" in output, output[-3000:]
+    assert "Install node exporter" not in output
