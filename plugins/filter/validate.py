@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils import report
+from ansible_collections.gpulab.cluster.plugins.module_utils import cost, report
 
 FAIL_ON = ("fail", "warn", "never")
 PREFIX = "validation_"
@@ -84,6 +84,8 @@ def validate_problems(
                     f"validation_{name} ({number:g} {unit}) is above what the line rate of {line_rate:g} Gbit/s "
                     f"allows ({limit:g} {unit}): no link could pass"
                 )
+    if isinstance(settings.get("cost"), Mapping) and settings["cost"]:
+        problems += cost.problems(settings["cost"])
     if settings.get("fail_on") not in FAIL_ON:
         problems.append(f"validation_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
     for host, count in sorted(gpu_counts.items()):

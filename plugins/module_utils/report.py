@@ -10,6 +10,7 @@ import html
 import math
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
 NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
@@ -89,8 +90,10 @@ def build(
     cluster: dict[str, Any],
     generated: str,
     title: str = "gpulab cluster report",
+    cost_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """nodes: host -> {gpu, rdma, nccl, network: registered results}; cluster: {consistency, collective}."""
+    """nodes: host -> {gpu, rdma, nccl, network: registered results}; cluster: {consistency, collective};
+    cost_settings: cost.SETTINGS, or None for no cost section."""
     report_nodes = {}
     failures = []
     statuses = []
@@ -160,6 +163,11 @@ def build(
         },
         "nccl": {host: (r.get("nccl") or {}).get("result") for host, r in nodes.items() if (r or {}).get("nccl")},
         "nccl_across": (cluster.get("nccl_across") or {}).get("result"),
+        "cost": cost.estimate(
+            {host: node["sections"]["gpu"]["checks"] for host, node in report_nodes.items()}, cost_settings
+        )
+        if cost_settings
+        else None,
         # The bus bandwidth the plan's link carries, drawn on the chart (the first module that said).
         "expected_busbw": next(
             (
@@ -390,6 +398,51 @@ def _banner_reasons(failures: list[dict[str, Any]], shown: int = 8) -> str:
     return f"<ul class='reasons'>{''.join(items)}</ul>"
 
 
+def _money(value: float | None, currency: str) -> str:
+    return "-" if value is None else f"{value:,.2f} {_e(currency)}"
+
+
+def cost_table(estimate: dict[str, Any] | None) -> str:
+    """The cost section: every input, each node's power, the yearly energy and the 3-year comparison."""
+    if not estimate:
+        return "<p>Not estimated: set <code>validation_cost</code> (electricity price, base load, prices).</p>"
+    s, t = estimate["settings"], estimate["totals"]
+    cur = s["currency"]
+    shown = {key: f"{value:g}" if isinstance(value, float) else value for key, value in s.items()}
+    rows = [f"<tr><td>{_e(cost.SETTINGS[key])}</td><td>{_e(shown[key])}</td></tr>" for key in cost.SETTINGS]
+    parts = ["<table id='cost-inputs'><tr><th>Input</th><th>Value</th></tr>", *rows, "</table>"]
+    parts.append(
+        "<table id='cost-nodes' style='margin-top:14px'><tr><th>Node</th><th>GPUs read</th>"
+        "<th>GPU draw when validated (W)</th><th>GPU power limits (W)</th><th>Average draw (W)</th></tr>"
+    )
+    for host, p in estimate["nodes"].items():
+        average = "not measured" if p["average_w"] is None else f"{p['average_w']:g}"
+        parts.append(
+            f"<tr><td>{_e(host)}</td><td>{p['gpus']}</td><td>{p['draw_w']:g}</td><td>{p['limit_w']:g}</td>"
+            f"<td>{_e(average)}</td></tr>"
+        )
+    parts.append(
+        "</table><p class='muted'>Average draw = base load + utilization &times; GPU power limits "
+        "+ (1 &minus; utilization) &times; GPU draw when validated (a training GPU runs at its limit).</p>"
+    )
+    if estimate["not_measured"]:
+        parts.append(
+            "<p id='cost-missing'><b>Incomplete:</b> no GPU power reading from "
+            f"{_e(', '.join(estimate['not_measured']))}; the sums below leave those nodes out.</p>"
+        )
+    years = shown["years"]
+    parts.append(
+        "<table id='cost-totals' style='margin-top:8px'>"
+        f"<tr><td>Average draw of the cluster</td><td>{t['average_w']:g} W</td></tr>"
+        f"<tr><td>Energy per year</td><td>{t['kwh_per_year']:,.1f} kWh = {_money(t['energy_per_year'], cur)}</td></tr>"
+        f"<tr><td>Home lab over {_e(years)} years (hardware + energy)</td><td>{_money(t['homelab'], cur)}</td></tr>"
+        f"<tr><td>Cloud over {_e(years)} years ({t['gpus']} GPUs, {t['gpu_hours']:,} GPU-hours)</td>"
+        f"<td>{_money(t['cloud'], cur)}</td></tr>"
+        f"<tr><td>Home lab per GPU-hour used</td><td>{_money(t['homelab_per_gpu_hour'], cur)}</td></tr></table>"
+    )
+    return "".join(parts)
+
+
 def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float = 0.7) -> str:
     verdict = report["verdict"]
     counts = report["counts"]
@@ -443,6 +496,8 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
     ddp = (collective.get("result") or {}).get("ddp")
     weak = next((c["value"] for c in cluster["collective"]["checks"] if c["check"] == "scaling_weak"), None)
     parts.append(efficiency_bar(collective.get("efficiency"), ddp, healthy, acceptable, weak))
+    parts.append("</div><h2>What the cluster costs to run</h2><div class='card' id='cost'>")
+    parts.append(cost_table(report.get("cost")))
     parts.append("</div><h2>Every check</h2><div class='card'>")
     scopes = [(h, n["sections"]) for h, n in report["nodes"].items()] + [("cluster", cluster)]
     for scope, sections in scopes:

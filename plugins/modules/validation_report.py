@@ -45,6 +45,20 @@ options:
     description: Scaling efficiency below which the band is shown as failing.
     type: float
     default: 0.7
+  cost:
+    description:
+      - The inputs of the report's cost section (electricity and cloud prices; see the validation role's
+        C(validation_cost)). Each GPU's power comes from the C(gpuN.power) records of M(gpulab.cluster.gpu_health).
+      - Omitted or empty, the report has no cost estimate.
+    type: dict
+    suboptions:
+      price_per_kwh: {description: Electricity price per kWh., type: float, required: true}
+      base_watts: {description: Base load per node (all but the GPUs) in W., type: float, required: true}
+      utilization: {description: Share of the time the GPUs train (0-1)., type: float, required: true}
+      years: {description: Years compared., type: float, default: 3}
+      hardware_cost: {description: What the cluster's hardware cost., type: float, default: 0}
+      cloud_gpu_hour: {description: Cloud price of one GPU-hour of the same class., type: float, required: true}
+      currency: {description: Currency of the prices., type: str, default: EUR}
 extends_documentation_fragment:
   - gpulab.cluster.checks
 attributes:
@@ -127,14 +141,29 @@ def main() -> None:
             efficiency_healthy=dict(type="float", default=0.9),
             efficiency_acceptable=dict(type="float", default=0.7),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            cost=dict(
+                type="dict",
+                options=dict(
+                    price_per_kwh=dict(type="float", required=True),
+                    base_watts=dict(type="float", required=True),
+                    utilization=dict(type="float", required=True),
+                    years=dict(type="float", default=3),
+                    hardware_cost=dict(type="float", default=0),
+                    cloud_gpu_hour=dict(type="float", required=True),
+                    currency=dict(type="str", default="EUR"),
+                ),
+            ),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if not p["nodes"]:
         module.fail_json(msg="nodes is empty: pass host -> registered results for every node validated")
+    problems = rp.cost.problems(p["cost"]) if p["cost"] else []
+    if problems:
+        module.fail_json(msg="cost: " + "; ".join(problems))
     now = datetime.datetime.now(datetime.UTC)
-    data = rp.build(p["nodes"], p["cluster"], now.isoformat(timespec="seconds"), p["title"])
+    data = rp.build(p["nodes"], p["cluster"], now.isoformat(timespec="seconds"), p["title"], p["cost"])
     try:
         os.makedirs(p["dest"], exist_ok=True)
         out = _new_dir(p["dest"], now)

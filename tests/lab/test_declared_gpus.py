@@ -56,6 +56,8 @@ def test_a_node_declared_with_gpus_it_lacks_fails_and_is_drained(declared):
     assert report["verdict"] == "fail"
     assert report["nodes"]["gpu2"]["status"] == "fail" and report["nodes"]["gpu1"]["status"] != "fail"
     assert report["node_problems"]["gpu2"].startswith("gpu_count: 2 GPUs declared, none could be read")
+    # Its power is unknown, not zero: the cost estimate names it and leaves it out.
+    assert report["cost"]["not_measured"] == ["gpu2"]
     state, reason = node_state("gpu2")
     assert "DRAIN" in state and reason.startswith("gpulab: validate: gpu_count"), (state, reason)
     assert "DRAIN" not in node_state("gpu1")[0]

@@ -64,12 +64,43 @@ def test_versions_compared(report):
     assert checks["consistency.kernel"]["status"] == "pass"
 
 
+def test_cost_section_holds_the_lab_s_inputs_and_base_loads(report):
+    cost = report["cost"]
+    assert cost["settings"] == {
+        "price_per_kwh": 0.3,
+        "base_watts": 60.0,
+        "utilization": 0.5,
+        "years": 3.0,
+        "hardware_cost": 2000.0,
+        "cloud_gpu_hour": 1.2,
+        "currency": "EUR",
+    }
+    # No GPUs declared or found anywhere in the lab: every node is its base load.
+    assert {host: (n["gpus"], n["average_w"]) for host, n in cost["nodes"].items()} == dict.fromkeys(
+        LAB_NODES, (0, 60.0)
+    )
+    assert cost["not_measured"] == []
+    # 240 W all year: 2102.4 kWh, 630.72 EUR a year, 2000 + 3 years of it; no GPU-hours to rent.
+    assert cost["totals"] == {
+        "average_w": 240.0,
+        "kwh_per_year": 2102.4,
+        "energy_per_year": 630.72,
+        "gpus": 0,
+        "gpu_hours": 0,
+        "homelab": 3892.16,
+        "cloud": 0.0,
+        "homelab_per_gpu_hour": None,
+    }
+
+
 def test_browser_renders_the_verdict(report, browser):
     dom = browser("--dump-dom")
     assert f'id="verdict" data-status="{report["verdict"]}"' in dom
     assert report["verdict_text"] in dom
     assert dom.count("<tr><th>") >= 2 * len(LAB_NODES)  # node table and heat map rows
     assert dom.count("<polyline") == 1  # the torch all-reduce curve (no nccl-tests without GPUs)
+    cost = dom.split('id="cost"', 1)[1].split("</div>", 1)[0]
+    assert "<td>Energy per year</td><td>2,102.4 kWh = 630.72 EUR</td>" in cost, cost
 
 
 def test_screenshot_shows_the_verdict_banner(report, browser, tmp_path):

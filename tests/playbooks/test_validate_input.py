@@ -26,6 +26,11 @@ def validate(extra_vars):
         ({"gpulab_gpu_count": 1.5}, "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 1.5"),
         ({"validate_drain": True}, "validate_drain is no longer read: the setting is validation_drain now"),
         (
+            {"validation_cost": {"price_per_kwh": 0.3, "base_watts": 80, "utilization": 2, "cloud_gpu_hour": 1}},
+            "validation_cost.utilization is a share of the time, 0 to 1, got 2",
+        ),
+        ({"validation_cost": {"base_watts": 80}}, "validation_cost needs validation_cost.price_per_kwh"),
+        (
             {"validation_net_line_rate_gbps": 10, "validation_bench_min_busbw_gbs": 2},
             "validation_bench_min_busbw_gbs (2 GB/s) is above what the line rate of 10 Gbit/s allows (1.25 GB/s)",
         ),

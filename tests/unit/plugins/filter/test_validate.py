@@ -113,3 +113,14 @@ def test_gate_problems_judge_one_node_as_the_report_does():
         "nccl error: the check could not complete: all_reduce_perf not found"
     ]
     assert gate_problems({"gpu1": {}}, "gpu1") == ["the node's versions could not be read"]
+
+
+def test_cost_settings_out_of_range_are_named_and_none_is_fine():
+    cost = {"price_per_kwh": 0.3, "base_watts": 120, "utilization": 0.6, "cloud_gpu_hour": 2.0}
+    assert validate_problems(settings_with(cost=cost), HOSTS, {"gpu1": 2, "gpu2": 2}) == []
+    assert validate_problems(settings_with(cost={}), HOSTS, {"gpu1": 2, "gpu2": 2}) == []
+    bad = {**cost, "utilization": 60, "base_watts": -5}
+    assert validate_problems(settings_with(cost=bad), HOSTS, {"gpu1": 2, "gpu2": 2}) == [
+        "validation_cost.base_watts must be 0 or more, got -5",
+        "validation_cost.utilization is a share of the time, 0 to 1, got 60",
+    ]
