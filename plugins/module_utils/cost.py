@@ -5,8 +5,9 @@ and its power limit (gpu_health's `gpuN.power` checks: value = draw, threshold =
 plus a base load per node that the operator gives (CPUs, disks, fans, PSU losses). A GPU under
 training runs at its limit, so a node's average is
     base + utilization * limit + (1 - utilization) * draw when validated.
-A node with GPU checks but no power reading is listed as not measured and left out of the sums,
-which then say so: an estimate never hides what it lacks.
+A node whose GPU power is unknown (a GPU without a reading, GPUs declared and not found, a check
+that errored, a node not reached) is listed as not measured and left out of the sums, which then
+say so: an estimate never hides what it lacks.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import re
 from typing import Any
 
 HOURS_PER_YEAR = 24 * 365
-# gpu_health's per-GPU records are named gpuN.<check>; these codes say declared GPUs were not found.
+# gpu_health's per-GPU records are named gpuN.<check>. These codes leave a node's GPU power
+# unknown: declared GPUs or driver not found, or the check itself errored (the report's record).
 GPU_RECORD = re.compile(r"^(gpu\d+)\.")
-DECLARED_MISSING = ("GPU_MISSING", "DRIVER_MISSING")
+UNKNOWN_POWER = ("GPU_MISSING", "DRIVER_MISSING", "CHECK_ERROR")
 REQUIRED = ("price_per_kwh", "base_watts", "utilization", "cloud_gpu_hour")
 # The settings (validation_cost), each with what it means; all are shown beside the result.
 SETTINGS = {
@@ -31,12 +33,15 @@ SETTINGS = {
 }
 
 
-def node_power(gpu_checks: list[dict[str, Any]]) -> dict[str, Any]:
+def node_power(gpu_checks: list[dict[str, Any]] | None) -> dict[str, Any]:
     """One node's GPU power from its gpu_health records: {gpus, draw_w, limit_w, measured}.
 
-    Not measured: a GPU found without a power reading, or GPUs (or a driver) declared and not found.
+    None: nothing is known of the node (not reached, its check never ran): not measured. Not
+    measured either: a GPU found without a power reading, or a record with an UNKNOWN_POWER code.
     A node with no GPU found and none declared draws no GPU power: its base load is measured enough.
     """
+    if gpu_checks is None:
+        return {"gpus": 0, "draw_w": 0, "limit_w": 0, "measured": False}
     readings = [
         c
         for c in gpu_checks
@@ -46,12 +51,12 @@ def node_power(gpu_checks: list[dict[str, Any]]) -> dict[str, Any]:
         and isinstance(c.get("threshold"), (int, float))
     ]
     found = {m.group(1) for c in gpu_checks if (m := GPU_RECORD.match(str(c.get("check", ""))))}
-    declared_missing = any(c.get("code") in DECLARED_MISSING for c in gpu_checks)
+    unknown = any(c.get("code") in UNKNOWN_POWER for c in gpu_checks)
     return {
         "gpus": len(readings),
         "draw_w": sum(c["value"] for c in readings),
         "limit_w": sum(c["threshold"] for c in readings),
-        "measured": len(readings) == len(found) and not declared_missing,
+        "measured": len(readings) == len(found) and not unknown,
     }
 
 
@@ -59,8 +64,9 @@ def _average_w(power: dict[str, Any], base_w: float, utilization: float) -> floa
     return base_w + utilization * power["limit_w"] + (1 - utilization) * power["draw_w"]
 
 
-def estimate(nodes: dict[str, list[dict[str, Any]]], settings: dict[str, Any]) -> dict[str, Any]:
-    """nodes: host -> its gpu_health records ([] for a node without GPU checks); settings: SETTINGS.
+def estimate(nodes: dict[str, list[dict[str, Any]] | None], settings: dict[str, Any]) -> dict[str, Any]:
+    """nodes: host -> its gpu_health records ([] for a node without GPU checks, None for one not
+    known); settings: SETTINGS.
     Returns {settings, nodes: {host: power + average_w}, not_measured, totals}."""
     util, years = float(settings["utilization"]), float(settings["years"])
     per_node = {}

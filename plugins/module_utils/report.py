@@ -85,6 +85,12 @@ def _matrix(nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | Non
     return matrix
 
 
+def _gpu_records(node: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A node's GPU records for the cost estimate; None where nothing is known (not reached, not run)."""
+    gpu = node["sections"]["gpu"]
+    return None if "node" in node["sections"] or gpu["status"] == "not run" else gpu["checks"]
+
+
 def build(
     nodes: dict[str, dict[str, Any]],
     cluster: dict[str, Any],
@@ -163,9 +169,7 @@ def build(
         },
         "nccl": {host: (r.get("nccl") or {}).get("result") for host, r in nodes.items() if (r or {}).get("nccl")},
         "nccl_across": (cluster.get("nccl_across") or {}).get("result"),
-        "cost": cost.estimate(
-            {host: node["sections"]["gpu"]["checks"] for host, node in report_nodes.items()}, cost_settings
-        )
+        "cost": cost.estimate({host: _gpu_records(node) for host, node in report_nodes.items()}, cost_settings)
         if cost_settings
         else None,
         # The bus bandwidth the plan's link carries, drawn on the chart (the first module that said).

@@ -117,3 +117,15 @@ def test_settings_without_a_price_name_what_is_missing():
         "validation_cost needs validation_cost.price_per_kwh, validation_cost.cloud_gpu_hour "
         "(or leave validation_cost empty)"
     ]
+
+
+def test_a_check_that_errored_or_a_node_not_reached_is_not_measured():
+    nodes = {
+        "gpu1": {"gpu": {"failed": True, "msg": "could not read nvidia-smi output"}},
+        "gpu2": {"reached": False},
+        "mgmt1": {"gpu": {"skipped": True}},
+    }
+    est = report.build(nodes, {}, "t", cost_settings=SETTINGS)["cost"]
+    assert est["not_measured"] == ["gpu1", "gpu2"]
+    assert est["nodes"]["mgmt1"]["measured"] is True
+    assert est["totals"]["average_w"] == 150.0
