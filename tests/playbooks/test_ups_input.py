@@ -10,12 +10,17 @@ def monitoring(tags, extra_vars, *options):
     return run.returncode, run.stdout + run.stderr
 
 
+UNQUOTABLE = "ups_monitor_password must not hold spaces, quotes, backslashes or #"
+
+
 @pytest.mark.parametrize(
     "extra_vars, message",
     [
         ({"ups_monitor_password": ""}, "ups_monitor_password is empty: set it (from Ansible Vault)"),
-        ({"ups_monitor_password": "two words"}, "ups_monitor_password must not hold spaces, quotes or backslashes"),
-        ({"ups_monitor_password": "back\\slash"}, "ups_monitor_password must not hold spaces, quotes or backslashes"),
+        ({"ups_monitor_password": "two words"}, UNQUOTABLE),
+        ({"ups_monitor_password": "back\\slash"}, UNQUOTABLE),
+        ({"ups_monitor_password": "hash#tag"}, UNQUOTABLE),
+        ({"ups_description": 'the "big" one'}, "ups_description must not hold a double quote"),
         ({"ups_host": "ups-box"}, 'ups_host "ups-box" is not in the inventory'),
         ({"ups_drain_nodes": ["gpu1", "gpu9"]}, "ups_drain_nodes names hosts that are not in the inventory: gpu9"),
         ({"ups_name": "my ups"}, 'ups_name "my ups" must be letters, digits, - and _'),
@@ -28,7 +33,8 @@ def test_bad_ups_settings_are_refused_naming_the_variable(extra_vars, message):
     assert rc != 0
     assert "UPS settings:" in output and message in output, output[-3000:]
     assert "Install NUT" not in output  # stopped before any node was touched
-    assert "two words" not in output and "back\\slash" not in output  # nor is the password shown
+    for password in ("two words", "back\\slash", "hash#tag"):  # nor is the password shown
+        assert password not in output
 
 
 def test_a_ups_setting_of_the_wrong_type_is_refused_by_the_role_spec():
