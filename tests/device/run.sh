@@ -46,6 +46,17 @@ record pci_nvidia.txt sh -c 'grep -l 0x10de /sys/bus/pci/devices/*/vendor | whil
 record proc_driver_version.txt cat /proc/driver/nvidia/version
 cat "$rec/nvidia-smi.txt" "$rec/query.csv" "$rec/remapped_rows.csv"
 
+# The monitoring role's GPU metrics from this GPU, checked by promtool where it was carried here
+# (.cache/tools/promtool, from `make setup`), and the NVML calls this GPU does not answer.
+PYTHONPATH=$work/collections${PYTHONPATH:+:$PYTHONPATH} record gpu_metrics.json python3 tests/device/gpu_metrics.py "$rec"
+metrics_rc=$(cat "$rec/gpu_metrics.json.rc")
+if [ -x .cache/tools/promtool ] && [ -e "$rec/gpulab_gpu.prom" ]; then
+    # shellcheck disable=SC2016  # expanded by the inner sh
+    record promtool_check_metrics.txt sh -c '.cache/tools/promtool check metrics <"$1" 2>&1' _ "$rec/gpulab_gpu.prom"
+    [ "$(cat "$rec/promtool_check_metrics.txt.rc")" = 0 ] || metrics_rc=1
+    cat "$rec/promtool_check_metrics.txt"
+fi
+
 start=$(date +%s)
 branch=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)
 GPU_CHECK_BRANCH=$branch GPU_CHECK_OUT=$work timeout 420 ansible-playbook -i localhost, tests/device/gpu_check.yml -e ansible_python_interpreter="$(command -v python3)"
@@ -54,5 +65,7 @@ echo "playbook rc $rc in $(( $(date +%s) - start )) s"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ("gpu_health_status","report_verdict","versions")}, indent=1))' "$work/results.json"
 tar -C "$work" -czf "$out/gpu-check.tar.gz" recorded results.json reports
 ls -la "$out"
-# The playbook asserts every expected verdict: its failure is this script's.
-exit "$rc"
+# The playbook asserts every expected verdict, the metrics must be readable and pass promtool.
+echo "gpu metrics rc $metrics_rc"
+[ "$rc" -ne 0 ] && exit "$rc"
+exit "$metrics_rc"
