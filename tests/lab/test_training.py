@@ -1,0 +1,180 @@
+"""Training in the lab (torch on the CPU, gloo): the pinned environment on both compute nodes, the ddp
+template as real sbatch jobs across gpu1 and gpu2 (checkpoints on CephFS, a resume, staged data),
+the staging helper under two jobs at once, and the digits smoke benchmark on 1 and 2 nodes."""
+
+import json
+import re
+import shlex
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import on
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = "/mnt/cephfs/lab-training"  # job output and checkpoints of these tests, on CephFS
+DATASET = "digits-lab"
+STAGED = f"/var/tmp/gpulab/datasets/{DATASET}"
+CHECKPOINTS = "/mnt/cephfs/checkpoints/root/ddp-lab"  # the template's default: <checkpoints>/<user>/<job name>
+EXPORT_DIGITS = (
+    "import numpy as np, sys; from sklearn.datasets import load_digits; d = load_digits(); "
+    "np.savez(sys.argv[1], x=d.data, y=d.target)"
+)
+
+
+def submit(name, *args, env="", node="gpu1"):
+    """gpulab-sbatch on `node`, waiting for the job (sbatch --wait); -> (rc, job output, stderr)."""
+    command = f"cd {WORK} && {env} gpulab-sbatch ddp -J {name} --output {WORK}/{name}-%j.out --wait " + " ".join(
+        shlex.quote(a) for a in args
+    )
+    run = subprocess.run(
+        ["docker", "exec", node, "sh", "-c", command], capture_output=True, text=True, timeout=600, check=False
+    )
+    job = re.search(r"Submitted batch job (\d+)", run.stdout)
+    output = on("gpu2", f"cat {WORK}/{name}-{job.group(1)}.out") if job else ""
+    return run.returncode, output, run.stderr
+
+
+def result(output):
+    return json.loads(output.split("GPULAB_RESULT ", 1)[1].splitlines()[0])
+
+
+def losses(output):
+    return [float(x) for x in re.findall(r"^epoch \d+ step \d+ loss (\S+)", output, re.M)]
+
+
+@pytest.fixture(scope="module")
+def shared():
+    on(
+        "gpu1",
+        f"rm -rf {WORK} {CHECKPOINTS} /mnt/cephfs/datasets/{DATASET} && mkdir -p {WORK} /mnt/cephfs/datasets/{DATASET}",
+    )
+    on(
+        "gpu1",
+        f"/opt/gpulab/train/bin/python -c {shlex.quote(EXPORT_DIGITS)} /mnt/cephfs/datasets/{DATASET}/digits.npz",
+    )
+    for node in ("gpu1", "gpu2"):
+        on(node, f"rm -rf {STAGED} {STAGED}.gpulab-staged")
+    yield
+    on("gpu1", f"rm -rf {WORK} {CHECKPOINTS} /mnt/cephfs/datasets/{DATASET}")
+
+
+def test_the_environment_holds_the_pins_on_both_nodes():
+    read = (
+        "/opt/gpulab/train/bin/python -c 'import json, torch, webdataset, sklearn; "
+        "from importlib.metadata import version; "
+        'print(json.dumps({p: version(p) for p in ("torch", "webdataset", "scikit-learn")}))\''
+    )
+    found = {node: json.loads(on(node, read)) for node in ("gpu1", "gpu2")}
+    assert found["gpu1"] == found["gpu2"], found
+    versions = yaml.safe_load((ROOT / "roles/training/defaults/main.yml").read_text())["training_versions"]
+    pins = {key: re.search(r"default\('([^']+)'\)", value).group(1) for key, value in versions.items()}
+    assert found["gpu1"] == {
+        "torch": pins["pytorch"] + "+cpu",  # the CPU wheel from the build machine
+        "webdataset": pins["webdataset"],
+        "scikit-learn": pins["scikit-learn"],
+    }
+
+
+def test_a_two_node_ddp_job_trains_on_staged_data_checkpoints_and_resumes(shared):
+    rc, first, err = submit(
+        "ddp-lab", "-N2", "--", "/opt/gpulab/jobs/train_digits.py", "--epochs", "3", env=f"DATASET={DATASET}"
+    )
+    assert rc == 0, first + err
+    assert "ranks 2 on nodes gpu1,gpu2 (cpu, gloo)" in first
+    falling = losses(first)
+    assert len(falling) == 3 and falling[0] > falling[1] > falling[2], first
+    assert first.count(f"copied {DATASET} (1 files") == 2  # staged on each node
+    steps = int(re.findall(r"^checkpoint step (\d+) saved to " + CHECKPOINTS + "/latest.pt$", first, re.M)[-1])
+    assert on("gpu2", f"test -s {CHECKPOINTS}/latest.pt && echo present") == "present"
+    staged = {
+        node: on(node, f"stat -c %i {STAGED}/digits.npz; sha256sum < {STAGED}/digits.npz") for node in ("gpu1", "gpu2")
+    }
+    source = on("gpu1", f"sha256sum < /mnt/cephfs/datasets/{DATASET}/digits.npz")
+    assert all(s.splitlines()[1] == source for s in staged.values())
+
+    # The same job name finds its checkpoints: the second job resumes at the first one's last step.
+    rc, second, err = submit(
+        "ddp-lab", "-N2", "--", "/opt/gpulab/jobs/train_digits.py", "--epochs", "5", env=f"DATASET={DATASET}"
+    )
+    assert rc == 0, second + err
+    assert f"resumed from step {steps} (epoch 3)" in second
+    assert result(second)["resumed_from_step"] == steps and result(second)["steps"] > steps
+    assert len(losses(second)) == 2  # epochs 4 and 5 only
+    assert second.count(f"{DATASET} is current") == 2 and "copied" not in second  # not staged again
+    assert {
+        node: on(node, f"stat -c %i {STAGED}/digits.npz; sha256sum < {STAGED}/digits.npz") for node in staged
+    } == staged
+
+
+def test_two_stagings_started_together_on_one_node_make_one_intact_copy(shared):
+    big = f"/mnt/cephfs/datasets/{DATASET}-big"
+    on("gpu1", f"mkdir -p {big} && head -c 64M /dev/urandom > {big}/shard-0.tar")
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            runs = list(
+                pool.map(
+                    lambda _i: subprocess.run(
+                        ["docker", "exec", "gpu1", "gpulab-stage", f"{DATASET}-big"],
+                        capture_output=True,
+                        text=True,
+                        timeout=300,
+                        check=False,
+                    ),
+                    range(2),
+                )
+            )
+        assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+        assert sorted("copied" in r.stderr for r in runs) == [False, True], [r.stderr for r in runs]
+        source = on("gpu1", f"sha256sum < {big}/shard-0.tar")
+        assert on("gpu1", f"sha256sum < /var/tmp/gpulab/datasets/{DATASET}-big/shard-0.tar") == source
+        assert on("gpu1", "ls -A /var/tmp/gpulab/datasets | grep -c partial || true") == "0"
+    finally:
+        on("gpu1", f"rm -rf {big} /var/tmp/gpulab/datasets/{DATASET}-big*")
+
+
+def test_a_job_given_a_missing_dataset_fails_before_it_is_queued(shared):
+    rc, _output, err = submit("ddp-missing", "-N2", env="DATASET=imagenet-missing")
+    assert rc == 2
+    assert "gpulab-stage: dataset /mnt/cephfs/datasets/imagenet-missing does not exist" in err
+    assert on("gpu1", "sacct -n -X -o JobID --name ddp-missing") == ""  # never allocated
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_the_smoke_benchmark_reaches_its_target(shared, nodes):
+    rc, output, err = submit(
+        f"smoke-{nodes}", f"-N{nodes}", "--", "/opt/gpulab/jobs/train_digits.py", "--stop-at-target", "--epochs", "30"
+    )
+    assert rc == 0, output + err
+    figures = result(output)
+    assert figures["reached"] and figures["world_size"] == nodes and len(figures["nodes"]) == nodes, figures
+    assert figures["final_accuracy"] >= figures["target_accuracy"] == 0.95
+    assert figures["epochs_to_target"] <= 30 and figures["samples_per_second"] > 0
+
+
+def test_a_pin_the_sources_do_not_offer_is_refused_before_anything_is_installed():
+    pins = {"pytorch": "2.13.0", "webdataset": "0.0.999", "scikit-learn": "1.9.1"}
+    run = subprocess.run(
+        [
+            "ansible-playbook",
+            "playbooks/training.yml",
+            "--limit",
+            "gpu1",
+            "-e",
+            json.dumps({"training_versions": pins}),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode != 0
+    assert (
+        "Training settings: training_versions.webdataset is 0.0.999, which the configured sources"
+        " (wheels in /var/cache/gpulab/wheels, index PyPI (or pip.conf)) do not offer for webdataset; they have 1.0.2,"
+    ) in run.stdout, run.stdout[-3000:]
+    assert "TASK [gpulab.cluster.training : Install the pinned frameworks]" not in run.stdout
+    assert on("gpu1", "/opt/gpulab/train/bin/pip show webdataset | grep ^Version") == "Version: 1.0.2"
