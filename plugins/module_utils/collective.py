@@ -8,6 +8,7 @@ result line this module reads. Strong scaling: efficiency = T1 / (N * TN); weak 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
@@ -102,12 +103,16 @@ def parse_output(text: str) -> dict[str, Any]:
     return _checked(data)
 
 
+RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
+
+
 def failure_summary(text: str, limit: int = 600) -> str:
     """What a failed run said that matters: Slurm's error lines (an OOM kill, a refused allocation)
-    and each Python exception line, else the output's end."""
+    and each Python exception line (without torch's "[rankN]: " prefix), else the output's end."""
+    lines = [RANK_PREFIX.sub("", line) for line in text.splitlines()]
     wanted = [
         line.strip()
-        for line in text.splitlines()
+        for line in lines
         if line.startswith(("srun: error:", "slurmstepd: error:"))
         or (line[:1].isalpha() and ("Error: " in line or "Exception: " in line))
     ]

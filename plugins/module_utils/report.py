@@ -14,7 +14,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
 NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
-CLUSTER_SECTIONS = ("consistency", "nccl_across", "collective")
+CLUSTER_SECTIONS = ("consistency", "nccl_across", "collective", "training")
 TITLES = {
     "gpu": "GPU health",
     "rdma": "RDMA",
@@ -23,6 +23,7 @@ TITLES = {
     "consistency": "Versions",
     "nccl_across": "NCCL (across nodes)",
     "collective": "Collectives and scaling",
+    "training": "Training smoke benchmark",
 }
 # Shown next to each failure: where to look next, by section.
 NEXT_STEPS = {
@@ -38,6 +39,8 @@ NEXT_STEPS = {
     "the whole ring.",
     "collective": "Compare with the network matrix above: a slow pair slows every collective. Rerun validate.yml "
     "with `--skip-tags validate_network` to leave out iperf3.",
+    "training": "Run the job by hand and read its output: `GPULAB_DEBUG=1 gpulab-sbatch ddp -N 2 --wait -- "
+    "/opt/gpulab/jobs/train_digits.py --stop-at-target`; a rank that never starts points at the rendezvous.",
     "node": "The node returned no results: check that Ansible can reach it (`ansible NODE -m ping`).",
 }
 VERDICTS = {
@@ -169,6 +172,7 @@ def build(
         },
         "nccl": {host: (r.get("nccl") or {}).get("result") for host, r in nodes.items() if (r or {}).get("nccl")},
         "nccl_across": (cluster.get("nccl_across") or {}).get("result"),
+        "training": (cluster.get("training") or {}).get("runs") or {},
         "cost": cost.estimate({host: _gpu_records(node) for host, node in report_nodes.items()}, cost_settings)
         if cost_settings
         else None,
@@ -447,6 +451,27 @@ def cost_table(estimate: dict[str, Any] | None) -> str:
     return "".join(parts)
 
 
+def smoke_table(runs: dict[str, dict[str, Any]], target_note: str) -> str:
+    """The training smoke benchmark's runs, one row per node count."""
+    if not runs:
+        return "<p class='muted'>Not run (it runs as Slurm jobs once the training role is applied).</p>"
+    rows = [
+        "<table><tr><th>Nodes</th><th>Ranks</th><th>Target reached</th><th>Epochs</th>"
+        "<th>Seconds to target</th><th>Samples/s</th><th>Ran on</th></tr>"
+    ]
+    for count in sorted(runs, key=int):
+        r = runs[count]
+        seconds = "" if r.get("seconds_to_target") is None else f"{r['seconds_to_target']:.2f}"
+        speed = "" if r.get("samples_per_second") is None else f"{r['samples_per_second']:,.0f}"
+        rows.append(
+            f"<tr><td>{_e(count)}</td><td>{_e(r.get('world_size'))}</td>"
+            f"<td>{_pill('pass' if r.get('reached') else 'fail')}</td><td>{_e(r.get('epochs_to_target') or '')}</td>"
+            f"<td>{seconds}</td><td>{speed}</td><td>{_e(', '.join(r.get('nodes') or []))}</td></tr>"
+        )
+    rows.append(f"</table><p class='muted'>{_e(target_note)}</p>")
+    return "".join(rows)
+
+
 def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float = 0.7) -> str:
     verdict = report["verdict"]
     counts = report["counts"]
@@ -500,6 +525,15 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
     ddp = (collective.get("result") or {}).get("ddp")
     weak = next((c["value"] for c in cluster["collective"]["checks"] if c["check"] == "scaling_weak"), None)
     parts.append(efficiency_bar(collective.get("efficiency"), ddp, healthy, acceptable, weak))
+    parts.append("</div><h2>Training smoke benchmark</h2><div class='card' id='training'>")
+    target = next((c["threshold"] for c in cluster["training"]["checks"] if c.get("threshold")), "a fixed accuracy")
+    parts.append(
+        smoke_table(
+            report.get("training") or {},
+            f"A small classifier on scikit-learn's digits trained with DDP until {target}; throughput is "
+            "information only. It shows that a job trains across nodes end to end. It is not MLPerf.",
+        )
+    )
     parts.append("</div><h2>What the cluster costs to run</h2><div class='card' id='cost'>")
     parts.append(cost_table(report.get("cost")))
     parts.append("</div><h2>Every check</h2><div class='card'>")

@@ -25,8 +25,9 @@ options:
     required: true
   cluster:
     description:
-      - C({consistency, nccl_across, collective}) registered results - M(gpulab.cluster.cluster_consistency),
-        M(gpulab.cluster.nccl_test) across nodes, and M(gpulab.cluster.collective_bench) from node rank 0.
+      - C({consistency, nccl_across, collective, training}) registered results - M(gpulab.cluster.cluster_consistency),
+        M(gpulab.cluster.nccl_test) across nodes, M(gpulab.cluster.collective_bench) from node rank 0, and
+        M(gpulab.cluster.training_smoke).
     type: dict
     default: {}
   dest:

@@ -58,6 +58,24 @@ def test_benchmark_ran_as_a_slurm_job_on_both_nodes(report):
     ]
 
 
+def test_training_smoke_benchmark_reached_its_target_on_one_and_two_nodes(report):
+    checks = {c["check"]: c for c in report["cluster"]["training"]["checks"]}
+    assert [(name, c["status"]) for name, c in checks.items()] == [
+        ("training_smoke.1_node", "pass"),
+        ("training_smoke.2_nodes", "pass"),
+    ]
+    runs = report["training"]
+    assert {n: (r["world_size"], r["nodes"], r["reached"]) for n, r in runs.items()} == {
+        "1": (1, ["gpu1"], True),
+        "2": (2, ["gpu1", "gpu2"], True),
+    }
+    assert all(1 <= r["epochs_to_target"] <= 30 and r["final_accuracy"] >= 0.95 for r in runs.values())
+    assert checks["training_smoke.2_nodes"]["value"] == runs["2"]["seconds_to_target"]
+    sacct = ["docker", "exec", "mgmt1", "sacct", "-n", "-P", "-X", "--name", "gpulab-smoke", "-o", "NNodes,State"]
+    states = subprocess.run(sacct, capture_output=True, text=True, check=True).stdout.split()
+    assert {"1|COMPLETED", "2|COMPLETED"} <= set(states), states
+
+
 def test_versions_compared(report):
     checks = {c["check"]: c for c in report["cluster"]["consistency"]["checks"]}
     assert checks["consistency.os"]["status"] == "pass"
@@ -101,6 +119,8 @@ def test_browser_renders_the_verdict(report, browser):
     assert dom.count("<polyline") == 1  # the torch all-reduce curve (no nccl-tests without GPUs)
     cost = dom.split('id="cost"', 1)[1].split("</div>", 1)[0]
     assert "<td>Energy per year</td><td>2,102.4 kWh = 630.72 EUR</td>" in cost, cost
+    smoke = dom.split('id="training"', 1)[1].split("</div>", 1)[0]
+    assert smoke.count("<tr><td>") == 2 and "<td>gpu1, gpu2</td>" in smoke and "It is not MLPerf." in smoke, smoke
 
 
 def test_screenshot_shows_the_verdict_banner(report, browser, tmp_path):

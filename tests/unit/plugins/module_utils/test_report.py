@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from ansible_collections.gpulab.cluster.plugins.module_utils import collective, nccl_tests, report
+from ansible_collections.gpulab.cluster.plugins.module_utils import collective, nccl_tests, report, training
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import not_applicable, passed
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -144,3 +144,33 @@ def test_a_check_that_errored_under_failed_when_false_fails():
     assert sec["status"] == "fail"
     assert sec["checks"][0]["message"] == "the check could not complete: could not parse nccl-tests output: no rows"
     assert report.section({"changed": False, "checks": [], "role": "worker"})["status"] == "skipped"
+
+
+def test_the_training_smoke_benchmark_has_its_section_and_table():
+    nodes, cluster = inputs()
+    one = training.parse_result((FIXTURES / "training" / "smoke-missed.out").read_text())
+    two = training.parse_result((FIXTURES / "training" / "smoke-pass.out").read_text())
+    cluster["training"] = {
+        "checks": [training.record(1, one, 0.95, 2).as_dict(), training.record(2, two, 0.95, 30).as_dict()],
+        "runs": {"1": one, "2": two},
+    }
+    data = report.build(nodes, cluster, "t")
+    assert data["cluster"]["training"]["status"] == "fail" and data["training"] == {"1": one, "2": two}
+    assert ("fail", "cluster", "training", "training_smoke.1_node") in [
+        (f["status"], f["node"], f["section"], f["check"]) for f in data["failures"]
+    ]
+    page = report.render_html(data)
+    table = page.split("id='training'>", 1)[1].split("</div>", 1)[0]
+    assert table.count("<tr><td>") == 2
+    assert (
+        f"<td>2</td><td>2</td><td>{report._pill('pass')}</td><td>4</td><td>{two['seconds_to_target']:.2f}</td>" in table
+    )
+    assert "<td>gpu1, gpu2</td>" in table
+    assert "trained with DDP until 95% test accuracy within 2 epochs" in table and "It is not MLPerf." in table
+
+
+def test_without_the_smoke_benchmark_the_section_says_not_run():
+    nodes, cluster = inputs()
+    data = report.build(nodes, cluster, "t")
+    assert data["cluster"]["training"]["status"] == "not run" and data["training"] == {}
+    assert "Not run (it runs as Slurm jobs once the training role is applied)." in report.render_html(data)
