@@ -13,6 +13,11 @@ if [ -z "${GPULAB_PIP_CACHE+set}" ]; then
   eval "$(scripts/package-cache.sh start)"
   export GPULAB_PIP_CACHE GPULAB_APT_CACHE
 fi
+# The training environment's wheels: torch's CPU wheel, DeepSpeed with its ops built once here.
+if [ -z "${GPULAB_LAB_WHEELS+set}" ]; then
+  eval "$(scripts/lab-wheels.sh)"
+  export GPULAB_LAB_WHEELS
+fi
 
 run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed seconds.
   # The whole output goes to the log; each play and role as it starts goes to stderr.

@@ -24,9 +24,9 @@ EXPORT_DIGITS = (
 )
 
 
-def submit(name, *args, env="", node="gpu1"):
+def submit(name, *args, env="", node="gpu1", job="ddp"):
     """gpulab-sbatch on `node`, waiting for the job (sbatch --wait); -> (rc, job output, stderr)."""
-    command = f"cd {WORK} && {env} gpulab-sbatch ddp -J {name} --output {WORK}/{name}-%j.out --wait " + " ".join(
+    command = f"cd {WORK} && {env} gpulab-sbatch {job} -J {name} --output {WORK}/{name}-%j.out --wait " + " ".join(
         shlex.quote(a) for a in args
     )
     run = subprocess.run(
@@ -63,16 +63,17 @@ def shared():
 
 def test_the_environment_holds_the_pins_on_both_nodes():
     read = (
-        "/opt/gpulab/train/bin/python -c 'import json, torch, webdataset, sklearn; "
+        "/opt/gpulab/train/bin/python -c 'import json, torch, webdataset, sklearn, deepspeed; "
         "from importlib.metadata import version; "
-        'print(json.dumps({p: version(p) for p in ("torch", "webdataset", "scikit-learn")}))\''
+        'print(json.dumps({p: version(p) for p in ("torch", "deepspeed", "webdataset", "scikit-learn")}))\''
     )
-    found = {node: json.loads(on(node, read)) for node in ("gpu1", "gpu2")}
+    found = {node: json.loads(on(node, read).splitlines()[-1]) for node in ("gpu1", "gpu2")}  # after deepspeed's banner
     assert found["gpu1"] == found["gpu2"], found
     versions = yaml.safe_load((ROOT / "roles/training/defaults/main.yml").read_text())["training_versions"]
     pins = {key: re.search(r"default\('([^']+)'\)", value).group(1) for key, value in versions.items()}
     assert found["gpu1"] == {
         "torch": pins["pytorch"] + "+cpu",  # the CPU wheel from the build machine
+        "deepspeed": pins["deepspeed"],
         "webdataset": pins["webdataset"],
         "scikit-learn": pins["scikit-learn"],
     }
@@ -107,6 +108,27 @@ def test_a_two_node_ddp_job_trains_on_staged_data_checkpoints_and_resumes(shared
     assert {
         node: on(node, f"stat -c %i {STAGED}/digits.npz; sha256sum < {STAGED}/digits.npz") for node in staged
     } == staged
+
+
+def test_a_two_node_deepspeed_zero2_offload_job_compiles_nothing_at_job_time(shared):
+    on("gpu1", "rm -rf /root/.cache/torch_extensions")
+    on("gpu2", "rm -rf /root/.cache/torch_extensions")
+    rc, output, err = submit(
+        "zero2-lab", "-N2", "--", "/opt/gpulab/jobs/train_zero2.py", "--steps", "40", job="deepspeed"
+    )
+    assert rc == 0, output + err
+    figures = result(output)
+    assert (figures["world_size"], figures["nodes"], figures["zero_stage"]) == (2, ["gpu1", "gpu2"], 2), figures
+    assert (figures["offload"], figures["cpu_adam_prebuilt"], figures["accelerator"]) == (
+        "DeepSpeedCPUAdam",
+        True,
+        "cpu",
+    )
+    assert figures["last_loss"] < figures["first_loss"] / 2, figures
+    # DeepSpeed compiles a missing op into torch_extensions with ninja at its first use: none was.
+    assert "ninja" not in output and "Building extension" not in output
+    for node in ("gpu1", "gpu2"):
+        assert on(node, "test -e /root/.cache/torch_extensions && echo compiled || echo none") == "none"
 
 
 def test_two_stagings_started_together_on_one_node_make_one_intact_copy(shared):
@@ -155,7 +177,7 @@ def test_the_smoke_benchmark_reaches_its_target(shared, nodes):
 
 
 def test_a_pin_the_sources_do_not_offer_is_refused_before_anything_is_installed():
-    pins = {"pytorch": "2.13.0", "webdataset": "0.0.999", "scikit-learn": "1.9.1"}
+    pins = {"pytorch": "2.13.0", "deepspeed": "0.19.8", "webdataset": "0.0.999", "scikit-learn": "1.9.1"}
     run = subprocess.run(
         [
             "ansible-playbook",

@@ -23,9 +23,19 @@ def training(extra_vars):
             "training_frameworks names frameworks gpulab does not know: mxnet, caffe"
             " (known: pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax)",
         ),
-        ({"training_versions": {"webdataset": "1.0.2"}}, "training_versions has no pin for pytorch, scikit-learn"),
         (
-            {"training_versions": {"pytorch": ">=2.1", "webdataset": "latest", "scikit-learn": "1.9.1"}},
+            {"training_versions": {"webdataset": "1.0.2"}},
+            "training_versions has no pin for pytorch, deepspeed, scikit-learn",
+        ),
+        (
+            {
+                "training_versions": {
+                    "pytorch": ">=2.1",
+                    "deepspeed": "0.19.8",
+                    "webdataset": "latest",
+                    "scikit-learn": "1.9.1",
+                }
+            },
             "training_versions must hold exact versions (like 2.13.0): pytorch is >=2.1, webdataset is latest",
         ),
     ],
