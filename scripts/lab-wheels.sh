@@ -7,7 +7,7 @@
 # The pins are the training role's defaults. Prints GPULAB_LAB_WHEELS=<dir> for the caller to
 # export. A build that fails says so and leaves the nodes to compile DeepSpeed's ops themselves.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 dir=${GPULAB_LAB_WHEELS:-/var/cache/gpulab/lab-wheels}
 say() { printf 'lab wheels: %s\n' "$*" >&2; }
 pin() { sed -n "s/^  $1: .*default('\([^']*\)').*/\1/p" roles/training/defaults/main.yml; }

@@ -70,6 +70,7 @@ def main():
         if step % 10 == 0 or step == 1:
             say(f"step {step} loss {loss.item():.4f}")
     seconds = time.monotonic() - started
+    offloaded = getattr(engine.optimizer, "optimizer", None)  # ZeRO's wrapper holds the real optimizer
     say(
         "GPULAB_RESULT "
         + json.dumps(
@@ -77,7 +78,7 @@ def main():
                 "world_size": world,
                 "nodes": sorted(set(hosts)),
                 "zero_stage": engine.zero_optimization_stage(),
-                "offload": type(engine.optimizer.optimizer).__name__ if hasattr(engine.optimizer, "optimizer") else None,
+                "offload": type(offloaded).__name__ if offloaded is not None else None,
                 "cpu_adam_prebuilt": prebuilt_cpu_adam(),
                 "first_loss": round(first, 4),
                 "last_loss": round(loss.item(), 4),
