@@ -131,6 +131,35 @@ def test_a_two_node_deepspeed_zero2_offload_job_compiles_nothing_at_job_time(sha
         assert on(node, "test -e /root/.cache/torch_extensions && echo compiled || echo none") == "none"
 
 
+IMAGE = "/mnt/cephfs/images/gpulab-busybox"
+# A directory image as ch-run takes it: Debian's static busybox, the mount points ch-run binds.
+MAKE_IMAGE = f"""set -e; work=$(mktemp -d); cd "$work"; apt-get download -q busybox-static >/dev/null
+dpkg-deb -x busybox-static_*.deb x; rm -rf {IMAGE}
+mkdir -p {IMAGE}/bin {IMAGE}/etc {IMAGE}/dev {IMAGE}/proc {IMAGE}/sys {IMAGE}/tmp {IMAGE}/home {IMAGE}/mnt
+cp x/bin/busybox {IMAGE}/bin/; for a in sh cat hostname; do ln -s busybox {IMAGE}/bin/$a; done
+touch {IMAGE}/etc/passwd {IMAGE}/etc/group {IMAGE}/etc/hosts {IMAGE}/etc/resolv.conf
+echo 'PRETTY_NAME="gpulab busybox test image"' > {IMAGE}/etc/os-release; rm -rf "$work"
+"""
+
+
+def test_a_job_in_a_charliecloud_image_runs_on_both_nodes(shared):
+    on("gpu1", MAKE_IMAGE, timeout=120)
+    on("gpu1", f"echo seen-through-cephfs > {WORK}/marker")
+    try:
+        show = '. /etc/os-release; echo "$(hostname) | $PRETTY_NAME | $(cat /mnt/lab-training/marker)"'
+        rc, output, err = submit("container-lab", "-N2", "--", "sh", "-c", show, env=f"IMAGE={IMAGE}", job="container")
+        assert rc == 0, output + err
+        lines = sorted(line for line in output.splitlines() if " | " in line)
+        assert lines == [f"{node} | gpulab busybox test image | seen-through-cephfs" for node in ("gpu1", "gpu2")], (
+            output
+        )
+        rc, _output, err = submit("container-missing", env="IMAGE=/mnt/cephfs/images/none", job="container")
+        assert rc == 2 and "gpulab-sbatch: image /mnt/cephfs/images/none does not exist" in err
+        assert on("gpu1", "sacct -n -X -o JobID --name container-missing") == ""
+    finally:
+        on("gpu1", "rm -rf /mnt/cephfs/images")
+
+
 def test_two_stagings_started_together_on_one_node_make_one_intact_copy(shared):
     big = f"/mnt/cephfs/datasets/{DATASET}-big"
     on("gpu1", f"mkdir -p {big} && head -c 64M /dev/urandom > {big}/shard-0.tar")
