@@ -9,6 +9,16 @@ from typing import Any
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, unavailable
 
 COMPONENTS = ("os", "kernel", "driver", "cuda", "nccl", "slurm")
+# The training role's frameworks: component -> its distribution's name as a .dist-info directory spells it.
+FRAMEWORKS = {
+    "pytorch": "torch",
+    "deepspeed": "deepspeed",
+    "webdataset": "webdataset",
+    "scikit-learn": "scikit_learn",
+    "tensorflow": "tensorflow",
+    "jax": "jax",
+}
+ALL_COMPONENTS = COMPONENTS + tuple(FRAMEWORKS)
 
 _DRIVER = re.compile(r"Kernel Module(?: for x86_64)?\s+(\d+\.\d+(?:\.\d+)?)")
 _SMI_DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
@@ -56,6 +66,21 @@ def nccl_version_from_code(code: int) -> str | None:
     if code >= 20900:
         return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def parse_dist_info(names: list[str]) -> dict[str, str]:
+    """A site-packages directory's entries -> framework -> version
+    (torch-2.13.0+cpu.dist-info -> pytorch: 2.13.0+cpu); other entries are ignored."""
+    components = {dist: component for component, dist in FRAMEWORKS.items()}
+    found = {}
+    for name in names:
+        if not name.endswith(".dist-info"):
+            continue
+        dist, _sep, version = name[: -len(".dist-info")].partition("-")
+        component = components.get(re.sub(r"[-_.]+", "_", dist).lower())
+        if component and version:
+            found[component] = version
+    return found
 
 
 def odd_ones_out(values: dict[str, str]) -> tuple[str, list[str]]:

@@ -6,13 +6,15 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: cluster_consistency
-short_description: Check that every node runs the same OS, kernel, driver, CUDA, NCCL and Slurm versions
+short_description: Check that every node runs the same OS, kernel, driver, CUDA, NCCL, Slurm and framework versions
 description:
   - With I(versions) unset, reads this node's versions (C(collect)); run it on every node and register the result.
   - With I(versions) (host to versions, from the registered results), compares them and names the odd node and
     its version for each component (C(compare)); run it once.
   - A component a node does not have (no driver on the management node) is not a mismatch, unless I(required)
     says the node must have it.
+  - The training frameworks (C(pytorch), C(deepspeed), C(webdataset), C(scikit-learn), C(tensorflow), C(jax)) are
+    read from the C(.dist-info) directories of the virtualenv I(python_env), without starting Python.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -23,8 +25,12 @@ options:
     description: Components to compare.
     type: list
     elements: str
-    choices: [os, kernel, driver, cuda, nccl, slurm]
+    choices: [os, kernel, driver, cuda, nccl, slurm, pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax]
     default: [os, kernel, driver, cuda, nccl, slurm]
+  python_env:
+    description: With I(versions) unset, the training environment whose frameworks are read.
+    type: path
+    default: /opt/gpulab/train
   required:
     description:
       - Host name to the components it must report (C(driver) on a node declared with GPUs). Such a node
@@ -51,10 +57,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 versions:
-  description: This node's versions (collect) - os, kernel, driver, cuda, nccl, slurm; null where absent.
+  description: This node's versions (collect) - os, kernel, driver, cuda, nccl, slurm, frameworks; null where absent.
   returned: when collecting
   type: dict
-  sample: {os: Debian 12, kernel: 6.1.0-37-amd64, driver: 550.127.05, cuda: 12.4.131, nccl: 2.21.5, slurm: 22.05.8}
+  sample: {os: Debian 12, kernel: 6.1.0-37-amd64, driver: 550.127.05, cuda: 12.4.131, nccl: 2.21.5,
+           slurm: 22.05.8, pytorch: 2.13.0+cu124, deepspeed: 0.19.8, webdataset: 1.0.2, scikit-learn: 1.9.1,
+           tensorflow: null, jax: null}
 checks:
   description: One record per component (compare).
   returned: when comparing
@@ -67,6 +75,7 @@ status:
 """
 
 import ctypes
+import glob
 import os
 import platform
 
@@ -126,6 +135,9 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
         rc, out, _err = module.run_command([nvcc, "--version"], environ_update=env)
         cuda = v.parse_nvcc(out) if rc == 0 else None
     nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2")) or _linked_nccl()
+    frameworks: dict[str, str] = {}
+    for site in glob.glob(os.path.join(module.params["python_env"], "lib", "python3*", "site-packages")):
+        frameworks.update(v.parse_dist_info(os.listdir(site)))
     return {
         "os": _os_release(),
         "kernel": platform.release(),
@@ -135,6 +147,7 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
         "cuda": cuda,
         "nccl": nccl,
         "slurm": v.parse_slurm(run("slurmd", "-V")),
+        **{component: frameworks.get(component) for component in v.FRAMEWORKS},
     }
 
 
@@ -142,7 +155,8 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             versions=dict(type="dict"),
-            components=dict(type="list", elements="str", choices=list(v.COMPONENTS), default=list(v.COMPONENTS)),
+            components=dict(type="list", elements="str", choices=list(v.ALL_COMPONENTS), default=list(v.COMPONENTS)),
+            python_env=dict(type="path", default="/opt/gpulab/train"),
             required=dict(type="dict", default={}),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
         ),
@@ -157,9 +171,9 @@ def main() -> None:
     if bad:
         module.fail_json(msg=f"versions of {', '.join(bad)} are not a mapping of component to version")
     required = module.params["required"]
-    bad = sorted(h for h, c in required.items() if not isinstance(c, list) or not set(c) <= set(v.COMPONENTS))
+    bad = sorted(h for h, c in required.items() if not isinstance(c, list) or not set(c) <= set(v.ALL_COMPONENTS))
     if bad:
-        module.fail_json(msg=f"required of {', '.join(bad)} must be a list of: {', '.join(v.COMPONENTS)}")
+        module.fail_json(msg=f"required of {', '.join(bad)} must be a list of: {', '.join(v.ALL_COMPONENTS)}")
     records = v.compare(versions, tuple(module.params["components"]), required)
     exit_with_records(module, records)
 

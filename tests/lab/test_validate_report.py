@@ -80,6 +80,17 @@ def test_versions_compared(report):
     checks = {c["check"]: c for c in report["cluster"]["consistency"]["checks"]}
     assert checks["consistency.os"]["status"] == "pass"
     assert checks["consistency.kernel"]["status"] == "pass"
+    # The lab's training frameworks, one version on both compute nodes (the management and storage nodes have none).
+    frameworks = {
+        name: checks[f"consistency.{name}"] for name in ("pytorch", "deepspeed", "webdataset", "scikit-learn")
+    }
+    assert {name: (c["status"], c["value"]) for name, c in frameworks.items()} == {
+        "pytorch": ("pass", "2.13.0+cpu"),
+        "deepspeed": ("pass", "0.19.8"),
+        "webdataset": ("pass", "1.0.2"),
+        "scikit-learn": ("pass", "1.9.1"),
+    }
+    assert "consistency.tensorflow" not in checks  # not in the lab's training_frameworks
 
 
 def test_cost_section_holds_the_lab_s_inputs_and_base_loads(report):

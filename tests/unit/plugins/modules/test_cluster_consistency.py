@@ -75,4 +75,69 @@ def test_required_components_are_checked(run_module):
     )
     assert failed and result["checks"][0]["code"] == "VERSION_MISSING"
     result, failed = run_module(cluster_consistency.main, {"versions": versions, "required": {"gpu2": ["gpu"]}})
-    assert failed and result["msg"] == "required of gpu2 must be a list of: os, kernel, driver, cuda, nccl, slurm"
+    assert failed and result["msg"] == (
+        "required of gpu2 must be a list of: os, kernel, driver, cuda, nccl, slurm,"
+        " pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax"
+    )
+
+
+# Entries of the lab's training environment's site-packages (a few of them), and two look-alikes
+# (jaxtyping, tensorboard_plugin_wit) that are not the frameworks they start like.
+LAB_SITE_PACKAGES = [
+    "torch",
+    "torch-2.13.0+cpu.dist-info",
+    "deepspeed",
+    "deepspeed-0.19.8.dist-info",
+    "webdataset",
+    "webdataset-1.0.2.dist-info",
+    "sklearn",
+    "scikit_learn-1.9.1.dist-info",
+    "numpy-2.4.6.dist-info",
+    "jaxtyping-0.3.2.dist-info",
+    "tensorboard_plugin_wit",
+    "distutils-precedence.pth",
+]
+
+
+def test_collect_reads_the_training_frameworks_without_python(run_module, monkeypatch, tmp_path):
+    site = tmp_path / "train" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    for name in LAB_SITE_PACKAGES:
+        (site / name).mkdir()
+    monkeypatch.setattr(cluster_consistency.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
+    monkeypatch.setattr(cluster_consistency, "CUDA_NVCC", str(tmp_path / "no-nvcc"))
+    result, failed = run_module(cluster_consistency.main, {"python_env": str(tmp_path / "train")})
+    assert not failed
+    found = {
+        k: result["versions"][k] for k in ("pytorch", "deepspeed", "webdataset", "scikit-learn", "tensorflow", "jax")
+    }
+    assert found == {
+        "pytorch": "2.13.0+cpu",
+        "deepspeed": "0.19.8",
+        "webdataset": "1.0.2",
+        "scikit-learn": "1.9.1",
+        "tensorflow": None,  # tensorboard_plugin_wit is not tensorflow
+        "jax": None,  # nor is jaxtyping jax
+    }
+    result, failed = run_module(cluster_consistency.main, {"python_env": str(tmp_path / "none")})
+    assert not failed and result["versions"]["pytorch"] is None
+
+
+def test_a_node_with_another_torch_or_none_fails(run_module):
+    versions = {
+        "gpu1": {"pytorch": "2.13.0+cu124"},
+        "gpu2": {"pytorch": "2.13.0+cu124"},
+        "gpu3": {"pytorch": "2.14.1+cu124"},
+        "gpu4": {},
+    }
+    required = {host: ["pytorch"] for host in versions}
+    result, failed = run_module(
+        cluster_consistency.main,
+        {"versions": versions, "components": ["pytorch"], "required": required, "fail_on": "never"},
+    )
+    assert not failed
+    [check] = result["checks"]
+    assert (check["check"], check["status"], check["code"]) == ("consistency.pytorch", "fail", "VERSION_MISMATCH")
+    assert check["message"] == (
+        "gpu3 runs 2.14.1+cu124; gpu4 reports none, though it must have one; the others run 2.13.0+cu124"
+    )
