@@ -57,6 +57,13 @@ if [ -x .cache/tools/promtool ] && [ -e "$rec/gpulab_gpu.prom" ]; then
     cat "$rec/promtool_check_metrics.txt"
 fi
 
+# The training role's DDP example on this GPU with NCCL, one node: its step time and epochs to
+# target (digits from tests/device/digits.npz: the machine may have no scikit-learn).
+record train_digits_nccl.txt timeout 300 torchrun --standalone --nproc-per-node=1 roles/training/files/train_digits.py \
+    --data tests/device/digits.npz --stop-at-target --epochs 30 --checkpoint-dir=
+grep -E '^(ranks|epoch|GPULAB_RESULT)' "$rec/train_digits_nccl.txt"
+grep -q '"device": "cuda"' "$rec/train_digits_nccl.txt" && grep -q '"reached": true' "$rec/train_digits_nccl.txt" || metrics_rc=1
+
 start=$(date +%s)
 branch=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)
 GPU_CHECK_BRANCH=$branch GPU_CHECK_OUT=$work timeout 420 ansible-playbook -i localhost, tests/device/gpu_check.yml -e ansible_python_interpreter="$(command -v python3)"
@@ -65,7 +72,8 @@ echo "playbook rc $rc in $(( $(date +%s) - start )) s"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ("gpu_health_status","report_verdict","versions")}, indent=1))' "$work/results.json"
 tar -C "$work" -czf "$out/gpu-check.tar.gz" recorded results.json reports
 ls -la "$out"
-# The playbook asserts every expected verdict, the metrics must be readable and pass promtool.
+# The playbook asserts every expected verdict; the metrics must be readable and pass promtool, and
+# the DDP example must reach its target on the GPU.
 echo "gpu metrics rc $metrics_rc"
 [ "$rc" -ne 0 ] && exit "$rc"
 exit "$metrics_rc"

@@ -160,6 +160,29 @@ def test_a_job_in_a_charliecloud_image_runs_on_both_nodes(shared):
         on("gpu1", "rm -rf /mnt/cephfs/images")
 
 
+# Two WebDataset shards written on one node; read straight from CephFS (no staging) on the other.
+SHARDS = """
+import sys, webdataset as wds
+root = sys.argv[1]
+if sys.argv[2] == "write":
+    for shard in range(2):
+        with wds.TarWriter(f"{root}/shard-{shard:06d}.tar") as sink:
+            for i in range(50):
+                n = shard * 50 + i
+                sink.write({"__key__": f"sample{n:04d}", "cls": n % 10, "txt": f"digit {n % 10}"})
+else:
+    urls = f"{root}/shard-{{000000..000001}}.tar"
+    samples = list(wds.WebDataset(urls, shardshuffle=False, empty_check=False).decode())
+    print(len(samples), sum(s["cls"] for s in samples), samples[7]["txt"])
+"""
+
+
+def test_webdataset_shards_stream_straight_from_cephfs(shared):
+    python = f"/opt/gpulab/train/bin/python -c {shlex.quote(SHARDS)} {WORK}"
+    on("gpu1", f"{python} write")
+    assert on("gpu2", f"{python} read") == "100 450 digit 7"  # 100 samples; classes 0-9 ten times each: 450
+
+
 def test_two_stagings_started_together_on_one_node_make_one_intact_copy(shared):
     big = f"/mnt/cephfs/datasets/{DATASET}-big"
     on("gpu1", f"mkdir -p {big} && head -c 64M /dev/urandom > {big}/shard-0.tar")

@@ -117,7 +117,7 @@ def main():
         resumed = step
         say(f"resumed from step {step} (epoch {start_epoch}) of {saved}")
 
-    started, reached, samples, acc = time.monotonic(), None, 0, 0.0
+    started, reached, samples, acc, first_step = time.monotonic(), None, 0, 0.0, step
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
         totals = torch.zeros(2, dtype=torch.float64)
@@ -163,6 +163,8 @@ def main():
                 "resumed_from_step": resumed,
                 "seconds": round(seconds, 3),
                 "samples_per_second": round(samples / seconds, 1) if seconds > 0 else None,
+                # Evaluation and checkpoints included: a job's pace, not a kernel benchmark.
+                "step_ms": round(1000 * seconds / (step - first_step), 3) if step > first_step else None,
                 "torch": torch.__version__,
             }
         )
