@@ -6,7 +6,13 @@ import re
 from collections import Counter
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    Check,
+    failed,
+    not_applicable,
+    passed,
+    unavailable,
+)
 
 COMPONENTS = ("os", "kernel", "driver", "cuda", "nccl", "slurm")
 # The training role's frameworks: component -> its distribution's name as a .dist-info directory spells it.
@@ -108,7 +114,12 @@ def compare(
         missing = sorted(h for h in versions if h not in present)
         lacking = [f"{h} reports none, though it must have one" for h in missing if component in required.get(h, ())]
         if not present and not lacking:
-            records.append(unavailable(f"consistency.{component}", f"no node reports a {component} version"))
+            if component in FRAMEWORKS:  # no training environment holds it: nothing to compare
+                records.append(
+                    not_applicable(f"consistency.{component}", f"no node has {component} in its training environment")
+                )
+            else:
+                records.append(unavailable(f"consistency.{component}", f"no node reports a {component} version"))
             continue
         majority, odd = odd_ones_out(present) if present else (None, [])
         if not odd and not lacking:

@@ -97,3 +97,13 @@ def test_a_node_that_must_have_a_driver_and_has_none_fails():
     )
     assert nobody["consistency.driver"].status == "fail"
     assert nobody["consistency.driver"].message.endswith("; no node reports a driver version")
+
+
+def test_a_framework_no_node_has_does_not_apply_unless_required():
+    versions = {"gpu1": {"pytorch": None}, "gpu2": {}}
+    [record] = v.compare(versions, ("pytorch",))
+    assert (record.status, record.message) == ("n/a", "no node has pytorch in its training environment")
+    [record] = v.compare(versions, ("pytorch",), {"gpu1": ["pytorch"]})
+    assert (record.status, record.code) == ("fail", "VERSION_MISSING")
+    [record] = v.compare(versions, ("cuda",))
+    assert record.status == "unavailable"  # the GPU stack's components stay "could not check"
