@@ -90,6 +90,9 @@ def main():
             }
         )
     )
+    # Every rank leaves together: a rank tearing gloo down while its peer has already gone can
+    # abort ("terminate called without an active exception"), failing a job that had finished.
+    dist.barrier()
     dist.destroy_process_group()
 
 
