@@ -91,13 +91,21 @@ def build_srun_command(
     ]
 
 
+def marked_json(text: str, marker: str) -> Any:
+    """The JSON value after the last `marker` in a job's output, among everything else torchrun and
+    srun print (another rank's output may follow it on the same line). Raises KeyError when the
+    marker is absent and json.JSONDecodeError when what follows is not JSON."""
+    if marker not in text:
+        raise KeyError(marker)
+    return json.JSONDecoder().raw_decode(text.rsplit(marker, 1)[1])[0]
+
+
 def parse_output(text: str) -> dict[str, Any]:
-    """The result rank 0 printed, among everything else torchrun and srun print (another rank's
-    output may follow it on the same line)."""
-    if MARKER not in text:
-        raise BenchParseError("the benchmark printed no result line (GPULAB_BENCH_RESULT)")
+    """The result rank 0 printed (GPULAB_BENCH_RESULT)."""
     try:
-        data, _end = json.JSONDecoder().raw_decode(text.rsplit(MARKER, 1)[1])
+        data = marked_json(text, MARKER)
+    except KeyError:
+        raise BenchParseError("the benchmark printed no result line (GPULAB_BENCH_RESULT)") from None
     except json.JSONDecodeError as exc:
         raise BenchParseError(f"benchmark result is not JSON ({exc.msg} at char {exc.pos})") from None
     return _checked(data)

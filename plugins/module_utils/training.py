@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed
+from ansible_collections.gpulab.cluster.plugins.module_utils.collective import marked_json
 
 MARKER = "GPULAB_RESULT "
 FIELDS = ("world_size", "nodes", "reached", "epochs_to_target", "seconds_to_target", "final_accuracy", "steps")
@@ -48,10 +49,10 @@ def submit_command(
 
 def parse_result(text: str) -> dict[str, Any]:
     """The GPULAB_RESULT line rank 0 printed, among everything torchrun and srun print."""
-    if MARKER not in text:
-        raise SmokeParseError("the job printed no result line (GPULAB_RESULT)")
     try:
-        data, _end = json.JSONDecoder().raw_decode(text.rsplit(MARKER, 1)[1])
+        data = marked_json(text, MARKER)
+    except KeyError:
+        raise SmokeParseError("the job printed no result line (GPULAB_RESULT)") from None
     except json.JSONDecodeError as exc:
         raise SmokeParseError(f"the result line is not JSON ({exc.msg} at char {exc.pos})") from None
     missing = [f for f in FIELDS if f not in data] if isinstance(data, dict) else list(FIELDS)
