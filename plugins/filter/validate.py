@@ -120,11 +120,12 @@ RESULT_VARS = {
 def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dict[str, dict[str, Any]]:
     """host -> {reached, gpu, rdma, nccl, network: registered result or {}} for the report.
 
-    reached: the node answered the version read every node runs (false for unreachable or failed nodes).
+    reached: the node answered the version read every node runs with its versions (false for unreachable
+    or failed nodes, and for a read that errored: its registered result has no versions).
     """
     return {
         h: {
-            "reached": bool(hostvars[h].get("__validation_versions")),
+            "reached": "versions" in (hostvars[h].get("__validation_versions") or {}),
             **{section: hostvars[h].get(var) or {} for section, var in RESULT_VARS.items()},
         }
         for h in hosts
@@ -134,7 +135,8 @@ def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dic
 def gate_problems(hostvars: Mapping[str, Any], host: str) -> list[str]:
     """What fails in one node's checks (tasks_from: node), judged as the report judges: the upgrade's health gate."""
     results = validation_results(hostvars, [host])[host]
-    problems = [] if results["reached"] else ["the node's versions could not be read"]
+    read = hostvars[host].get("__validation_versions") or {}
+    problems = [] if results["reached"] else [f"the node's versions could not be read ({read.get('msg', 'no result')})"]
     for name in ("gpu", "rdma", "nccl"):
         problems += [
             f"{name} {check['check']}: {check['message']}"

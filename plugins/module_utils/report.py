@@ -77,6 +77,10 @@ def section(result: Any) -> dict[str, Any]:
     if not checks and (result.get("failed") or "checks" not in result):
         message = f"the check could not complete: {result.get('msg', 'no message')}"
         checks = [{"check": "error", "status": "fail", "message": message, "code": "CHECK_ERROR"}]
+    # A check that ran and judged nothing proved nothing: never a quiet pass.
+    if not checks:
+        message = f"the check ran but returned no records ({result.get('msg') or 'no message'})"
+        checks = [{"check": "no_records", "status": "fail", "message": message, "code": "NO_CHECKS"}]
     return {"status": worst([c["status"] for c in checks]), "checks": checks, "note": ""}
 
 

@@ -165,7 +165,7 @@ def main() -> None:
     if any(n < 1 for n in p["node_counts"]):
         module.fail_json(msg=f"node_counts must be 1 or more each, got {p['node_counts']}")
     if module.check_mode:
-        module.exit_json(changed=False, checks=[], status="pass", runs={}, msg="check mode: no job submitted")
+        exit_with_records(module, [unavailable("training_smoke.run", "check mode: no job submitted")], runs={})
 
     missing = [path for path in (p["submit"], p["script"]) if not os.path.exists(path)]
     if missing:

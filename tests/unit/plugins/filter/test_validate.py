@@ -112,7 +112,10 @@ def test_gate_problems_judge_one_node_as_the_report_does():
     assert gate_problems({"gpu1": errored}, "gpu1") == [
         "nccl error: the check could not complete: all_reduce_perf not found"
     ]
-    assert gate_problems({"gpu1": {}}, "gpu1") == ["the node's versions could not be read"]
+    assert gate_problems({"gpu1": {}}, "gpu1") == ["the node's versions could not be read (no result)"]
+    # A version read that errored under failed_when: false is registered, but it reached nothing.
+    unread = {**healthy, "__validation_versions": {"failed": False, "msg": "python_env not found"}}
+    assert gate_problems({"gpu1": unread}, "gpu1") == ["the node's versions could not be read (python_env not found)"]
 
 
 def test_cost_settings_out_of_range_are_named_and_none_is_fine():

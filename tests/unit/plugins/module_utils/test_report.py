@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+from ansible_collections.gpulab.cluster.plugins.filter import validate as validate_filters
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective, nccl_tests, report, training
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import not_applicable, passed
 
@@ -144,6 +145,21 @@ def test_a_check_that_errored_under_failed_when_false_fails():
     assert sec["status"] == "fail"
     assert sec["checks"][0]["message"] == "the check could not complete: could not parse nccl-tests output: no rows"
     assert report.section({"changed": False, "checks": [], "role": "worker"})["status"] == "skipped"
+
+
+def test_a_check_that_returned_no_records_fails_the_report_and_the_gate():
+    # A module that ran cleanly but judged nothing (an empty list) is no evidence of health.
+    empty = {"changed": False, "checks": [], "msg": "no GPUs listed"}
+    sec = report.section(empty)
+    assert (sec["status"], sec["checks"][0]["code"]) == ("fail", "NO_CHECKS")
+    assert sec["checks"][0]["message"] == "the check ran but returned no records (no GPUs listed)"
+    data = report.build({"gpu1": {"reached": True, "gpu": empty}}, {}, "t")
+    assert data["verdict"] == "fail"
+    assert data["node_problems"] == {"gpu1": "no_records: the check ran but returned no records (no GPUs listed)"}
+    hostvars = {"gpu1": {"__validation_gpu": empty, "__validation_versions": {"versions": {}}}}
+    assert validate_filters.gate_problems(hostvars, "gpu1") == [
+        "gpu no_records: the check ran but returned no records (no GPUs listed)"
+    ]
 
 
 def test_the_training_smoke_benchmark_has_its_section_and_table():

@@ -80,7 +80,10 @@ def test_check_mode_submits_nothing(run_module, tmp_path):
     result, failed = run_module(
         training_smoke.main, dict(installed(tmp_path), hosts=["gpu1"]), lambda *a, **k: 1 / 0, check_mode=True
     )
-    assert not failed and result["checks"] == [] and result["msg"] == "check mode: no job submitted"
+    assert not failed and result["status"] == "unavailable"
+    assert [(c["check"], c["message"]) for c in result["checks"]] == [
+        ("training_smoke.run", "check mode: no job submitted")
+    ]
 
 
 def test_bad_input_is_refused(run_module, tmp_path):
