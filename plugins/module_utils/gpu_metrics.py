@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import THROTTLE_BITS
+from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import (
+    HARDWARE_XIDS,
+    THROTTLE_BITS,
+    kernel_bus_id,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.prom_text import family
 
 # (metric, record key, type, help, scale to the base unit)
@@ -45,7 +49,7 @@ def render(
 ) -> str:
     """The textfile for one collection. gpus None means NVML could not be read (error says why):
     then only gpulab_gpu_exporter_up 0 and the reason, so an alert can tell "no data" from "healthy".
-    xid_totals: (bus id, XID code) -> events counted from the kernel log so far."""
+    xid_totals: (bus id as the kernel prints it, XID code) -> the count to show (xid_series)."""
     up = gpus is not None
     lines = family("gpulab_gpu_exporter_up", "gauge", "1 when NVML answered on this node.", [({}, 1 if up else 0)])
     if not up:
@@ -95,3 +99,18 @@ def count_xids(
         key = (event["bus"], event["code"])
         result[key] = result.get(key, 0) + 1
     return result
+
+
+def xid_series(
+    gpus: list[dict[str, Any]] | None,
+    previous: Mapping[tuple[str, int], int],
+    current: Mapping[tuple[str, int], int],
+) -> dict[tuple[str, int], int]:
+    """The Xid counts one collection shows: each GPU's hardware XIDs from the first collection on, and
+    every series at 0 in the first collection that writes it, its count from the next one. increase()
+    sees an event only as a rise from an earlier sample, so a series born at 1 would never alert.
+    previous: the keys the last collection wrote (with their counts); current: count_xids' totals."""
+    hardware = {
+        (kernel_bus_id(gpu["bus_id"]), code) for gpu in gpus or [] if gpu.get("bus_id") for code in HARDWARE_XIDS
+    }
+    return {key: current.get(key, 0) if key in previous else 0 for key in sorted(hardware | set(current))}

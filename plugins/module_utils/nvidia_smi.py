@@ -63,6 +63,9 @@ THROTTLE_FAIL = {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"
 THROTTLE_WARN = {"sw_thermal_slowdown"}
 # XIDs caused by applications, not hardware (NVIDIA k8s-device-plugin's skip list).
 APPLICATION_XIDS = (13, 31, 43, 45, 68)
+# Hardware XIDs the GPU metrics carry from the first collection, at 0, so that the first event of a
+# kind is an increase an alert sees (NVIDIA's XID catalog: ECC, GSP and NVLink faults, off the bus).
+HARDWARE_XIDS = (48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120)
 # nvidia-smi exit codes that mean the hardware is at fault, not that checking was impossible.
 SMI_HARDWARE_EXITS = {14: "infoROM is corrupted", 15: "a GPU has fallen off the bus"}
 SMI_EXITS = {
@@ -336,6 +339,12 @@ def parse_xids(log: str) -> list[dict[str, Any]]:
                 {"bus": m.group(1), "code": int(m.group(2)), "detail": (m.group(3) or "").strip(), "line": line.strip()}
             )
     return events
+
+
+def kernel_bus_id(bus_id: str) -> str:
+    """NVML's bus id ("00000000:C1:00.0") as the kernel's NVRM Xid lines print it ("0000:c1:00")."""
+    domain, bus, device = bus_id.split(".", 1)[0].split(":")
+    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}"
 
 
 def throttle_reasons(mask: int | None) -> list[str]:

@@ -18,7 +18,7 @@ def promtool_check(text):
 
 def test_two_gpus_render_with_their_values_and_pass_promtool(nvml):
     gpus, _info = smi.collect_nvml(nvml())
-    text = gpu_metrics.render(gpus, {("00000000:C1:00.0", 79): 1})
+    text = gpu_metrics.render(gpus, {("0000:c1:00", 79): 1})
     assert promtool_check(text) == (0, "")
     lines = set(text.splitlines())
     geforce = 'gpu="0",uuid="GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60"'
@@ -32,7 +32,7 @@ def test_two_gpus_render_with_their_values_and_pass_promtool(nvml):
     assert f"gpulab_gpu_memory_used_bytes{{{a100}}} 444596224" in lines
     assert f'gpulab_gpu_clocks_event_active{{{geforce},reason="gpu_idle"}} 1' in lines
     assert f'gpulab_gpu_clocks_event_active{{{a100},reason="hw_thermal_slowdown"}} 0' in lines
-    assert 'gpulab_gpu_xid_events_total{bus_id="00000000:C1:00.0",xid="79"} 1' in lines
+    assert 'gpulab_gpu_xid_events_total{bus_id="0000:c1:00",xid="79"} 1' in lines
     # ECC: the GeForce has none, which is a flag of 0 and no error counts (not a count of 0).
     assert f"gpulab_gpu_ecc_supported{{{geforce}}} 0" in lines
     assert f"gpulab_gpu_ecc_supported{{{a100}}} 1" in lines
@@ -81,3 +81,30 @@ def test_xid_totals_add_up_across_collections():
     )
     totals = gpu_metrics.count_xids({("0000:c1:00", 79): 3}, smi.parse_xids(log))
     assert totals == {("0000:c1:00", 79): 5, ("0000:41:00", 13): 1}
+
+
+def test_xid_series_start_at_zero_under_the_kernels_bus_id_and_rise_from_there(nvml):
+    # increase() sees an event only as a rise from an earlier sample: the first Xid 79 must turn a 0 into 1
+    # in the very series the kernel line names (its bus id written as the kernel writes it).
+    gpus, _info = smi.collect_nvml(nvml())
+    first = gpu_metrics.xid_series(gpus, {}, gpu_metrics.count_xids({}, []))
+    assert len(first) == 2 * len(smi.HARDWARE_XIDS) and set(first.values()) == {0}
+    assert first[("0000:c1:00", 79)] == 0 and first[("0000:41:00", 48)] == 0
+    assert ("0000:41:00", 13) not in first  # application XIDs appear once counted
+    totals = gpu_metrics.count_xids(first, smi.parse_xids("NVRM: Xid (PCI:0000:c1:00): 79, pid=0, off the bus."))
+    second = gpu_metrics.xid_series(gpus, first, totals)
+    assert {key: count for key, count in second.items() if count} == {("0000:c1:00", 79): 1}
+    # A kind no collection has written: at 0 first, its count from the next collection on.
+    totals = gpu_metrics.count_xids(second, smi.parse_xids("NVRM: Xid (PCI:0000:41:00): 13, pid=7, app"))
+    third = gpu_metrics.xid_series(gpus, second, totals)
+    assert third[("0000:41:00", 13)] == 0
+    assert gpu_metrics.xid_series(gpus, third, totals)[("0000:41:00", 13)] == 1
+    text = gpu_metrics.render(gpus, second)
+    assert promtool_check(text) == (0, "")
+    assert 'gpulab_gpu_xid_events_total{bus_id="0000:c1:00",xid="79"} 1' in text.splitlines()
+
+
+def test_kernel_bus_id_from_nvml_bus_id():
+    assert smi.kernel_bus_id("00000000:C1:00.0") == "0000:c1:00"
+    assert smi.kernel_bus_id("0000:3B:00.0") == "0000:3b:00"
+    assert smi.kernel_bus_id("00000001:0A:1F.0") == "0001:0a:1f"
