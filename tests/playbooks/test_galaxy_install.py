@@ -7,9 +7,10 @@ import re
 import subprocess
 from pathlib import Path
 
-import ansible_collections
 import pytest
 import yaml
+
+import ansible_collections
 
 ROOT = Path(__file__).resolve().parents[2]
 GALAXY = yaml.safe_load((ROOT / "galaxy.yml").read_text())

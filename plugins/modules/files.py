@@ -1,0 +1,213 @@
+#!/usr/bin/python
+"""Write a set of files in one step: the roles' many small configuration files without a task per file."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: files
+short_description: Write several files in one step, each only when its content or attributes differ
+description:
+  - Compares each entry of I(files) with the file on the node and writes, atomically (a temporary
+    file in the same directory, then a rename), only those whose content differs, then sets the mode,
+    owner and group where they differ.
+  - One module run for the whole set, where a C(copy) or C(template) loop costs a connection per file.
+    Its action renders each I(template) and reads each I(src) on the controller first.
+  - A file's directory must exist, or be in I(directories). In check mode a file in a missing directory
+    is reported as one that would be written (a package that is not installed yet would create it).
+  - Contents are module arguments, so a task that writes a secret must be C(no_log), as a C(copy) of
+    it would be.
+version_added: 0.1.0
+author: gpulab developers (@gpulab)
+options:
+  directories:
+    description: Directories to create first where missing (with their parents), and whose attributes to set.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path of the directory.
+        type: path
+        required: true
+      mode:
+        description: Permissions, in octal, such as C("0755").
+        type: str
+        required: true
+      owner:
+        description: Owner of the directory; the connecting user's when not given.
+        type: str
+      group:
+        description: Group of the directory; the connecting user's when not given.
+        type: str
+  files:
+    description: The files to write.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      path:
+        description: Absolute path of the file.
+        type: path
+        required: true
+      content:
+        description: The whole content of the file. Exactly one of I(content), I(template) and I(src).
+        type: str
+      template:
+        description: A template rendered on the controller, found as the C(template) module finds it
+          (the role's C(templates/)); it sees the task's variables and I(vars).
+        type: str
+      vars:
+        description: Variables for I(template) only, on top of the task's.
+        type: dict
+      src:
+        description: A file read on the controller, found as the C(copy) module finds it (the role's C(files/)).
+        type: str
+      mode:
+        description: Permissions, in octal, such as C("0644").
+        type: str
+        required: true
+      owner:
+        description: Owner of the file; the connecting user's when not given.
+        type: str
+      group:
+        description: Group of the file; the connecting user's when not given.
+        type: str
+attributes:
+  check_mode:
+    description: Can run in check mode, reporting what a real run would do without doing it.
+    support: full
+    details: Reports the files it would write or whose attributes it would set.
+  diff_mode:
+    description: Returns a diff of what it changed, in diff mode.
+    support: full
+    details: One diff per written file.
+"""
+
+EXAMPLES = r"""
+- name: Write slurm.conf and cgroup.conf
+  gpulab.cluster.files:
+    files:
+      - {path: /etc/slurm/slurm.conf, template: slurm.conf.j2, mode: "0644"}
+      - {path: /etc/slurm/cgroup.conf, template: cgroup.conf.j2, mode: "0644"}
+      - {path: /usr/local/sbin/gpulab-node-check, src: gpulab-node-check, mode: "0755"}
+  register: slurm_config
+  notify: Restart slurmd
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The directories and files created, written or whose attributes were set (or would be, in
+    check mode), in the order given.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/slurm/slurm.conf]
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+ATTRIBUTES = ("owner", "group", "mode")
+
+
+def read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def write(module: AnsibleModule, path: str, data: bytes) -> None:
+    """Replace path with data in one rename, so no reader sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path))
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    module.atomic_move(tmp, path, unsafe_writes=False)
+
+
+def one_directory(module: AnsibleModule, entry: dict) -> bool:
+    """Create one directory (and its parents) where missing, then its attributes; True when it changed."""
+    path = entry["path"]
+    if not os.path.isdir(path):
+        if not module.check_mode:
+            os.makedirs(path)
+        created = True
+    else:
+        created = False
+    if created and module.check_mode:
+        return True
+    file_args = module.load_file_common_arguments({"path": path, **{k: entry.get(k) for k in ATTRIBUTES}})
+    return module.set_fs_attributes_if_different(file_args, created)
+
+
+def one_file(module: AnsibleModule, entry: dict, diffs: list[dict]) -> bool:
+    """Write one entry if it differs; True when it changed (or would)."""
+    path, data = entry["path"], entry["content"].encode()
+    if not os.path.isdir(os.path.dirname(path)):
+        if module.check_mode:
+            diffs.append({"before_header": path, "after_header": path, "before": "", "after": entry["content"]})
+            return True
+        module.fail_json(msg=f"{path}: its directory {os.path.dirname(path)} does not exist")
+    before = read(path)
+    changed = before != data
+    if changed:
+        diffs.append(
+            {
+                "before_header": path,
+                "after_header": path,
+                "before": "" if before is None else before.decode(errors="replace"),
+                "after": entry["content"],
+            }
+        )
+        if not module.check_mode:
+            write(module, path, data)
+    if before is None and module.check_mode:
+        return True
+    file_args = module.load_file_common_arguments({"path": path, **{k: entry.get(k) for k in ATTRIBUTES}})
+    return module.set_fs_attributes_if_different(file_args, changed) or changed
+
+
+def main() -> None:
+    attributes = dict(
+        path=dict(type="path", required=True),
+        mode=dict(type="str", required=True),
+        owner=dict(type="str"),
+        group=dict(type="str"),
+    )
+    module = AnsibleModule(
+        argument_spec=dict(
+            directories=dict(type="list", elements="dict", default=[], options=attributes),
+            files=dict(
+                type="list",
+                elements="dict",
+                required=True,
+                options=dict(
+                    attributes,
+                    content=dict(type="str"),
+                    template=dict(type="str"),
+                    vars=dict(type="dict"),
+                    src=dict(type="str"),
+                ),
+            ),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    relative = [entry["path"] for entry in p["directories"] + p["files"] if not os.path.isabs(entry["path"])]
+    if relative:
+        module.fail_json(msg=f"files: paths must be absolute, got {', '.join(relative)}")
+    missing = [entry["path"] for entry in p["files"] if entry["content"] is None]
+    if missing:
+        module.fail_json(msg=f"files: no content for {', '.join(missing)} (its action renders template and src)")
+    diffs: list[dict] = []
+    changed_paths = [entry["path"] for entry in p["directories"] if one_directory(module, entry)]
+    changed_paths += [entry["path"] for entry in p["files"] if one_file(module, entry, diffs)]
+    module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, diff=diffs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""gpulab.cluster.files on real files in a temporary directory: written once, unchanged after, check mode
+and diff, attributes, and the refusals."""
+
+import os
+import stat
+
+from ansible_collections.gpulab.cluster.plugins.modules import files
+
+
+def entry(path, content, mode="0644"):
+    return {"path": str(path), "content": content, "mode": mode}
+
+
+def test_write_then_nothing_to_do_then_only_what_differs(run_module, tmp_path):
+    a, b = tmp_path / "a.conf", tmp_path / "b.conf"
+    wanted = [entry(a, "one\n"), entry(b, "two\n", "0600")]
+    result, failed = run_module(files.main, {"files": wanted})
+    assert not failed and result["changed"] and result["changed_paths"] == [str(a), str(b)]
+    assert a.read_text() == "one\n" and b.read_text() == "two\n"
+    assert stat.S_IMODE(b.stat().st_mode) == 0o600 and stat.S_IMODE(a.stat().st_mode) == 0o644
+    result, failed = run_module(files.main, {"files": wanted})
+    assert not failed and not result["changed"] and result["changed_paths"] == [] and result["diff"] == []
+    inode = b.stat().st_ino
+    result, _ = run_module(files.main, {"files": [entry(a, "one, edited\n"), entry(b, "two\n", "0600")]})
+    assert result["changed_paths"] == [str(a)] and b.stat().st_ino == inode  # b left alone
+    assert result["diff"] == [
+        {"before_header": str(a), "after_header": str(a), "before": "one\n", "after": "one, edited\n"}
+    ]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_a_mode_alone_is_a_change(run_module, tmp_path):
+    a = tmp_path / "a.conf"
+    a.write_text("one\n")
+    a.chmod(0o600)
+    result, _ = run_module(files.main, {"files": [entry(a, "one\n", "0644")]})
+    assert result["changed_paths"] == [str(a)] and result["diff"] == []
+    assert stat.S_IMODE(a.stat().st_mode) == 0o644
+
+
+def test_check_mode_reports_and_writes_nothing(run_module, tmp_path):
+    a, b = tmp_path / "a.conf", tmp_path / "b.conf"
+    a.write_text("old\n")
+    missing_dir = tmp_path / "not-yet" / "c.conf"  # a package would create the directory
+    wanted = [entry(a, "new\n"), entry(b, "b\n"), entry(missing_dir, "c\n"), entry(tmp_path / "d", "")]
+    (tmp_path / "d").write_text("")
+    (tmp_path / "d").chmod(0o644)
+    result, failed = run_module(files.main, {"files": wanted}, check_mode=True)
+    assert not failed and result["changed_paths"] == [str(a), str(b), str(missing_dir)]
+    assert a.read_text() == "old\n" and not b.exists() and not missing_dir.parent.exists()
+    assert [d["before"] for d in result["diff"]] == ["old\n", "", ""]
+
+
+def test_refusals_name_the_path(run_module, tmp_path):
+    result, failed = run_module(files.main, {"files": [entry(tmp_path / "none" / "a", "x")]})
+    assert failed and result["msg"] == f"{tmp_path}/none/a: its directory {tmp_path}/none does not exist"
+    result, failed = run_module(files.main, {"files": [entry("etc/a.conf", "x")]})
+    assert failed and result["msg"] == "files: paths must be absolute, got etc/a.conf"
+    assert not os.path.exists("etc/a.conf")
+
+
+def test_directories_come_first_with_their_attributes(run_module, tmp_path):
+    jobs = tmp_path / "opt" / "jobs"
+    args = {
+        "directories": [{"path": str(jobs), "mode": "0750"}],
+        "files": [entry(jobs / "ddp.sbatch", "#!/bin/bash\n")],
+    }
+    result, failed = run_module(files.main, args, check_mode=True)
+    assert not failed and result["changed_paths"] == [str(jobs), str(jobs / "ddp.sbatch")] and not jobs.exists()
+    result, failed = run_module(files.main, args)
+    assert not failed and result["changed_paths"] == [str(jobs), str(jobs / "ddp.sbatch")]
+    assert stat.S_IMODE(jobs.stat().st_mode) == 0o750 and (jobs / "ddp.sbatch").read_text() == "#!/bin/bash\n"
+    result, _ = run_module(files.main, args)
+    assert result["changed_paths"] == []
+    jobs.chmod(0o755)
+    result, _ = run_module(files.main, args)
+    assert result["changed_paths"] == [str(jobs)] and stat.S_IMODE(jobs.stat().st_mode) == 0o750
+
+
+def test_an_entry_the_action_gave_no_content_is_refused(run_module, tmp_path):
+    result, failed = run_module(files.main, {"files": [{"path": str(tmp_path / "a"), "mode": "0644"}]})
+    assert failed and result["msg"] == f"files: no content for {tmp_path}/a (its action renders template and src)"
