@@ -63,6 +63,10 @@ options:
       src:
         description: A file read on the controller, found as the C(copy) module finds it (the role's C(files/)).
         type: str
+      validate:
+        description: A command run on the new content before it replaces the file, C(%s) standing for a
+          temporary file; a non-zero exit leaves the file as it was and fails the task.
+        type: str
       mode:
         description: Permissions, in octal, such as C("0644").
         type: str
@@ -121,11 +125,16 @@ def read(path: str) -> bytes | None:
         return None
 
 
-def write(module: AnsibleModule, path: str, data: bytes) -> None:
-    """Replace path with data in one rename, so no reader sees half a file."""
+def write(module: AnsibleModule, path: str, data: bytes, validate: str | None) -> None:
+    """Replace path with data in one rename, so no reader sees half a file; validate the new content first."""
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path))
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
+    if validate:
+        rc, out, err = module.run_command(validate.replace("%s", tmp), use_unsafe_shell=False)
+        if rc != 0:
+            os.unlink(tmp)
+            module.fail_json(msg=f"{path}: the new content failed '{validate}' (rc {rc}): {(err or out).strip()}")
     module.atomic_move(tmp, path, unsafe_writes=False)
 
 
@@ -164,7 +173,7 @@ def one_file(module: AnsibleModule, entry: dict, diffs: list[dict]) -> bool:
             }
         )
         if not module.check_mode:
-            write(module, path, data)
+            write(module, path, data, entry.get("validate"))
     if before is None and module.check_mode:
         return True
     file_args = module.load_file_common_arguments({"path": path, **{k: entry.get(k) for k in ATTRIBUTES}})
@@ -191,6 +200,7 @@ def main() -> None:
                     template=dict(type="str"),
                     vars=dict(type="dict"),
                     src=dict(type="str"),
+                    validate=dict(type="str"),
                 ),
             ),
         ),

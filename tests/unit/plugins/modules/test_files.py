@@ -80,3 +80,14 @@ def test_directories_come_first_with_their_attributes(run_module, tmp_path):
 def test_an_entry_the_action_gave_no_content_is_refused(run_module, tmp_path):
     result, failed = run_module(files.main, {"files": [{"path": str(tmp_path / "a"), "mode": "0644"}]})
     assert failed and result["msg"] == f"files: no content for {tmp_path}/a (its action renders template and src)"
+
+
+def test_validate_runs_on_the_new_content_and_a_failure_keeps_the_old_file(run_module, tmp_path):
+    a = tmp_path / "a.conf"
+    a.write_text("good\n")
+    check = "grep -q good %s"
+    result, failed = run_module(files.main, {"files": [dict(entry(a, "bad\n"), validate=check)]})
+    assert failed and result["msg"].startswith(f"{a}: the new content failed 'grep -q good %s' (rc 1)")
+    assert a.read_text() == "good\n" and [p.name for p in tmp_path.iterdir()] == ["a.conf"]
+    result, failed = run_module(files.main, {"files": [dict(entry(a, "good, again\n"), validate=check)]})
+    assert not failed and a.read_text() == "good, again\n"
