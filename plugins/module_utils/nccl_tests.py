@@ -343,9 +343,10 @@ def evaluate(
     if rdma_expected:
         if "Socket" in result.networks and "IB" not in result.networks:
             checks.append(
-                warned(
+                failed(
                     "nccl_transport",
-                    "NCCL used TCP sockets although RDMA was expected (Using network Socket)",
+                    "NCCL used TCP sockets although the fabric declares RDMA (Using network Socket): "
+                    "check NCCL_IB_HCA and the RDMA devices (rdma_health)",
                     value="Socket",
                     threshold="IB",
                     code="NCCL_SOCKET_FALLBACK",

@@ -15,7 +15,8 @@ description:
   - Returns check records C({check, status, value, threshold, unit, message, code}). Bandwidth is judged on
     the large-message rows (never on the sweep average) against I(expected_busbw) or a value derived from
     I(link_speed_gbps).
-  - A missing nccl-tests binary is reported as C(unavailable), not as a fault.
+  - A missing nccl-tests binary is reported as C(unavailable), not as a fault, unless
+    I(expected_installed) says the inventory expects it there, which makes it a failure.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -79,11 +80,16 @@ options:
     description: Rows with at least this many bytes are judged for bandwidth (the largest size if none is).
     type: int
     default: 268435456
+  expected_installed:
+    description: The inventory expects nccl-tests on this node (the validation role's C(validation_nccl_tests)),
+      so a missing binary is a failure, not C(unavailable).
+    type: bool
+    default: false
   rdma_expected:
     description:
-      - Warn when NCCL used TCP sockets. Seeing the transport needs C(NCCL_DEBUG=INFO) lines, so a run this
-        module starts gets C(NCCL_DEBUG=INFO) unless I(env) sets C(NCCL_DEBUG); saved output without those
-        lines leaves the transport C(unavailable).
+      - Fail when NCCL used TCP sockets (the fabric declares RDMA). Seeing the transport needs
+        C(NCCL_DEBUG=INFO) lines, so a run this module starts gets C(NCCL_DEBUG=INFO) unless I(env) sets
+        C(NCCL_DEBUG); saved output without those lines leaves the transport C(unavailable).
     type: bool
     default: false
   timeout:
@@ -153,7 +159,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,
     build_command,
@@ -191,6 +197,7 @@ def main() -> None:
             pass_ratio=dict(type="float", default=0.9, no_log=False),
             min_size=dict(type="int", default=268435456),
             rdma_expected=dict(type="bool", default=False),
+            expected_installed=dict(type="bool", default=False),
             timeout=dict(type="int", default=900),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
         ),
@@ -225,7 +232,8 @@ def main() -> None:
     else:
         binary = os.path.join(p["tests_dir"], p["test"])
         if not os.access(binary, os.X_OK):
-            record = unavailable(
+            judge = failed if p["expected_installed"] else unavailable
+            record = judge(
                 "nccl_run",
                 f"nccl-tests binary {binary} not found or not executable; "
                 "install nccl-tests (role nccl) or set tests_dir",

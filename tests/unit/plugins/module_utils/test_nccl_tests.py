@@ -122,7 +122,7 @@ def test_mpirun_prefixes_and_socket_fallback():
     assert [r.size for r in result.rows] == [268435456, 536870912, 1073741824]
     assert result.networks == ["Socket"]
     checks = by_check(evaluate(result, rc=0, expected=12.0, rdma_expected=True))
-    assert checks["nccl_transport"].status == "warn"
+    assert checks["nccl_transport"].status == "fail"
     assert checks["nccl_transport"].code == "NCCL_SOCKET_FALLBACK"
     assert checks["nccl_busbw"].status == "fail"
 

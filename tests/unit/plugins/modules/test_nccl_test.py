@@ -51,12 +51,12 @@ def test_fail_on_never_only_reports(run_module):
     assert not failed and result["status"] == "fail"
 
 
-def test_fail_on_warn_fails_on_socket_fallback(run_module):
+def test_socket_fallback_where_rdma_is_declared_fails(run_module):
     args = {"output": text("mpirun_prefixed_socket.txt"), "expected_busbw": 5.0, "rdma_expected": True}
+    result, failed = run_module(nccl_test.main, dict(args, fail_on="never"))
+    assert not failed and result["status"] == "fail"
     result, failed = run_module(nccl_test.main, dict(args, fail_on="fail"))
-    assert not failed and result["status"] == "warn"
-    result, failed = run_module(nccl_test.main, dict(args, fail_on="warn"))
-    assert failed and "nccl_transport: NCCL used TCP sockets" in result["msg"]
+    assert failed and "nccl_transport: NCCL used TCP sockets although the fabric declares RDMA" in result["msg"]
 
 
 def test_json_file_on_the_node(run_module, tmp_path):
@@ -71,6 +71,13 @@ def test_missing_binary_is_unavailable_not_a_fault(run_module, tmp_path):
     assert not failed
     assert result["status"] == "unavailable"
     assert records(result)["nccl_run"]["message"].startswith(f"nccl-tests binary {tmp_path}/all_reduce_perf not found")
+
+
+def test_missing_binary_the_inventory_expects_fails(run_module, tmp_path):
+    args = {"tests_dir": str(tmp_path), "expected_installed": True, "fail_on": "never"}
+    result, failed = run_module(nccl_test.main, args, check_mode=True)
+    assert not failed and result["status"] == "fail"
+    assert records(result)["nccl_run"]["code"] == "NCCL_TESTS_MISSING"
 
 
 def test_runs_the_binary_with_the_nccl_environment(run_module, tmp_path):
