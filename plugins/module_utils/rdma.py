@@ -196,9 +196,18 @@ def evaluate_gid(gid: dict[str, Any] | None, netdev: str | None) -> Check:
 def evaluate_qos(
     pfc: list[int] | None, dscp_prio: dict[int, int] | None, trust: str | None, priority: int, dscp: int, source: str
 ) -> list[Check]:
-    """PFC on the RoCE priority only, and the RoCE DSCP mapped to that priority."""
+    """PFC on the RoCE priority only, and the RoCE DSCP mapped to that priority. Called where the fabric
+    declares RoCE: PFC that cannot be read is a failure, since nothing shows the traffic is lossless."""
     if pfc is None:
-        return [unavailable("pfc", f"{source}: PFC state could not be read")]
+        return [
+            failed(
+                "pfc",
+                f"{source}: PFC state could not be read, and RoCE needs PFC on priority {priority}; "
+                "install dcb (iproute2) or mlnx_qos, or set rdma_qos_tool: none where no NIC has DCB (Soft-RoCE)",
+                threshold=priority,
+                code="RDMA_PFC_UNREAD",
+            )
+        ]
     records = []
     if priority in pfc:
         records.append(passed("pfc", f"PFC enabled on priority {priority} ({source})", value=pfc, threshold=priority))

@@ -74,7 +74,9 @@ def test_evaluate_qos():
         ("trust", "fail"),
         ("dscp", "fail"),
     ]
-    assert rdma.evaluate_qos(None, None, None, 3, 26, "dcb pfc on eth1 failed")[0].status == "unavailable"
+    unread = rdma.evaluate_qos(None, None, None, 3, 26, "dcb pfc on eth1 failed")
+    assert [(r.status, r.code) for r in unread] == [("fail", "RDMA_PFC_UNREAD")]
+    assert unread[0].message.startswith("dcb pfc on eth1 failed: PFC state could not be read, and RoCE needs PFC")
 
 
 def test_evaluate_port():

@@ -74,7 +74,7 @@ def test_down_port_without_ipv4_gid_and_no_dcb(run_module, monkeypatch, tmp_path
     assert checks["port_state.mlx5_0/1"]["status"] == "fail"
     assert checks["active_mtu.mlx5_0/1"]["status"] == "unavailable"
     assert checks["roce_v2_gid"]["code"] == "RDMA_NO_GID"
-    assert checks["pfc"]["status"] == "unavailable" and "no DCB support" in checks["pfc"]["message"]
+    assert checks["pfc"]["status"] == "fail" and "no DCB support" in checks["pfc"]["message"]
     assert result["gid_index"] is None
 
 
