@@ -61,8 +61,9 @@ def parse_result(text: str) -> dict[str, Any]:
     return data
 
 
-def record(nodes: int, result: dict[str, Any], target: float, max_epochs: int) -> Check:
-    """pass when the run reached the target on the nodes asked for, else fail."""
+def record(nodes: int, result: dict[str, Any], target: float, max_epochs: int, gpus_per_node: int = 0) -> Check:
+    """pass when the run reached the target on the nodes asked for, and, where the nodes declare GPUs, on
+    CUDA with a rank per GPU (a run that fell back to the CPU proves nothing about them); else fail."""
     name = check_name(nodes)
     threshold = f"{target:.0%} test accuracy within {max_epochs} epochs"
     ran_on = result["nodes"]
@@ -72,6 +73,24 @@ def record(nodes: int, result: dict[str, Any], target: float, max_epochs: int) -
             f"asked for {nodes} nodes, the job's ranks ran on {len(ran_on)} ({', '.join(ran_on)})",
             threshold=threshold,
             code="SMOKE_NODES",
+        )
+    if gpus_per_node and result.get("device") != "cuda":
+        return failed(
+            name,
+            f"the nodes declare {gpus_per_node} GPU(s) each, but training ran on {result.get('device') or 'an unknown'}"
+            " device: torch sees no CUDA in the job (driver, CUDA build of torch, --gres)",
+            value=result.get("device"),
+            threshold="cuda",
+            code="SMOKE_DEVICE",
+        )
+    if gpus_per_node and result["world_size"] != nodes * gpus_per_node:
+        return failed(
+            name,
+            f"{result['world_size']} ranks ran, {nodes * gpus_per_node} expected ({gpus_per_node} GPU(s) on each of"
+            f" {nodes} node(s))",
+            value=result["world_size"],
+            threshold=nodes * gpus_per_node,
+            code="SMOKE_WORLD_SIZE",
         )
     speed = result.get("samples_per_second")
     about = f"{result['world_size']} ranks on {', '.join(ran_on)}" + (f", {speed:,.0f} samples/s" if speed else "")

@@ -46,6 +46,11 @@ options:
     description: The published target, test accuracy as a fraction.
     type: float
     default: 0.95
+  gpus_per_node:
+    description: GPUs each node declares (C(gpulab_gpu_count)); above 0 the run must train on CUDA with
+      one rank per GPU, or it fails. 0 (a cluster without GPUs) judges the CPU run as it is.
+    type: int
+    default: 0
   max_epochs:
     description: Epochs the run may take to reach the target.
     type: int
@@ -136,7 +141,7 @@ def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | No
         return failed(name, f"job {job} finished, but {exc}{kept}", code="SMOKE_FAILED"), None
     for path in written:  # kept only when the run failed
         os.unlink(path)
-    return tr.record(nodes, figures, p["target_accuracy"], p["max_epochs"]), figures
+    return tr.record(nodes, figures, p["target_accuracy"], p["max_epochs"], p["gpus_per_node"]), figures
 
 
 def main() -> None:
@@ -148,6 +153,7 @@ def main() -> None:
             submit=dict(type="path", default="/usr/local/bin/gpulab-sbatch"),
             script=dict(type="path", default="/opt/gpulab/jobs/train_digits.py"),
             target_accuracy=dict(type="float", default=0.95),
+            gpus_per_node=dict(type="int", default=0),
             max_epochs=dict(type="int", default=30),
             timeout=dict(type="int", default=900),
             fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
@@ -157,6 +163,8 @@ def main() -> None:
     p = module.params
     if not p["hosts"]:
         module.fail_json(msg="hosts is empty: name the Slurm nodes to run on")
+    if p["gpus_per_node"] < 0:
+        module.fail_json(msg=f"gpus_per_node must be 0 or more, got {p['gpus_per_node']}")
     if not 0 < p["target_accuracy"] <= 1:
         module.fail_json(msg=f"target_accuracy must be in (0, 1], got {p['target_accuracy']}")
     for name in ("max_epochs", "timeout"):

@@ -46,6 +46,23 @@ def test_a_run_on_fewer_nodes_than_asked_fails():
     assert record.message == "asked for 3 nodes, the job's ranks ran on 2 (gpu1, gpu2)"
 
 
+def test_a_cpu_run_where_the_nodes_declare_gpus_fails():
+    # The recorded lab run trained on the CPU (gloo): proof of nothing on a cluster that declares GPUs.
+    result = training.parse_result(recorded("pass"))
+    record = training.record(2, result, 0.95, 30, gpus_per_node=4)
+    assert (record.status, record.code, record.value, record.threshold) == ("fail", "SMOKE_DEVICE", "cpu", "cuda")
+    assert record.message.startswith("the nodes declare 4 GPU(s) each, but training ran on cpu device")
+    assert training.record(2, result, 0.95, 30, gpus_per_node=0).status == "pass"  # no GPUs declared: CPU is it
+
+
+def test_a_cuda_run_with_fewer_ranks_than_gpus_fails():
+    result = dict(training.parse_result(recorded("pass")), device="cuda")
+    record = training.record(2, result, 0.95, 30, gpus_per_node=2)
+    assert (record.status, record.code, record.value, record.threshold) == ("fail", "SMOKE_WORLD_SIZE", 2, 4)
+    assert record.message == "2 ranks ran, 4 expected (2 GPU(s) on each of 2 node(s))"
+    assert training.record(2, result, 0.95, 30, gpus_per_node=1).status == "pass"
+
+
 def test_a_failed_job_has_no_result_and_its_cause_is_summarised():
     text = recorded("failed")
     with pytest.raises(training.SmokeParseError, match="printed no result line"):
