@@ -100,12 +100,26 @@ def validate_problems(
     return problems
 
 
+PCIE_WIDTHS = (1, 2, 4, 8, 16, 32)
+
+
+def pcie_width_problems(widths: Mapping[str, Any]) -> list[str]:
+    """widths: compute host -> gpulab_gpu_pcie_width (None if unset): the slot width its GPUs are held to."""
+    return [
+        f"{host}: gpulab_gpu_pcie_width must be a PCIe link width ({', '.join(map(str, PCIE_WIDTHS))}), got {width!r}"
+        for host, width in sorted(widths.items())
+        if width is not None and (isinstance(width, bool) or _number(width) not in PCIE_WIDTHS)
+    ]
+
+
 def validate_settings_problems(
     settings: Mapping[str, Any], hostvars: Mapping[str, Any], groups: Mapping[str, list[str]]
 ) -> list[str]:
-    """The filter: reads each compute node's gpulab_gpu_count from hostvars."""
-    counts = {h: hostvars[h].get("gpulab_gpu_count") for h in groups.get("compute", [])}
-    return validate_problems(settings, groups.get("all", []), counts)
+    """The filter: reads each compute node's gpulab_gpu_count and gpulab_gpu_pcie_width from hostvars."""
+    compute = groups.get("compute", [])
+    counts = {h: hostvars[h].get("gpulab_gpu_count") for h in compute}
+    widths = {h: hostvars[h].get("gpulab_gpu_pcie_width") for h in compute}
+    return validate_problems(settings, groups.get("all", []), counts) + pcie_width_problems(widths)
 
 
 # Registered variable of each node check in the validation role -> report section.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
@@ -365,20 +366,29 @@ def merge_remapped_rows(gpus: list[dict[str, Any]], remap: dict[str, dict[str, A
             gpu.update(values)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one node's GPUs are held to: the inventory's declarations and the thresholds."""
+
+    expected_model: str | None = None
+    driver_version: str | None = None
+    ecc_corrected_max: int = 20_000_000
+    remap_uncorrectable_max: int = 512
+    retired_pages_max: int = 62
+    temperature_margin_c: float = 5.0
+    temperature_max_c: float = 85.0
+    check_pcie_gen: bool = False
+    # The PCIe width the slot gives (x8 on a two-GPU consumer board); None holds each GPU to its own maximum.
+    pcie_width: int | None = None
+    require_persistence: bool = True
+
+
 def evaluate(
     gpus: list[dict[str, Any]] | None,
     *,
     source: str,
     expected_count: int | None = None,
-    expected_model: str | None = None,
-    driver_version: str | None = None,
-    ecc_corrected_max: int = 20_000_000,
-    remap_uncorrectable_max: int = 512,
-    retired_pages_max: int = 62,
-    temperature_margin_c: float = 5.0,
-    temperature_max_c: float = 85.0,
-    check_pcie_gen: bool = False,
-    require_persistence: bool = True,
+    limits: Limits = Limits(),
     nvlink: dict[int, dict[str, Any]] | None = None,
     xids: list[dict[str, Any]] | None = None,
     xid_ignore: tuple[int, ...] = APPLICATION_XIDS,
@@ -390,7 +400,7 @@ def evaluate(
     declared with GPUs whose driver is missing is broken, not "unchecked".
     """
     if gpus is None:
-        return _unreadable(unavailable_reason or "GPUs could not be queried", expected_count, driver_version)
+        return _unreadable(unavailable_reason or "GPUs could not be queried", expected_count, limits.driver_version)
     checks: list[Check] = []
     if expected_count is not None:
         if len(gpus) == expected_count:
@@ -408,18 +418,7 @@ def evaluate(
                 )
             )
     for gpu in gpus:
-        checks += _gpu_checks(
-            gpu,
-            expected_model,
-            driver_version,
-            ecc_corrected_max,
-            remap_uncorrectable_max,
-            retired_pages_max,
-            temperature_margin_c,
-            temperature_max_c,
-            check_pcie_gen,
-            require_persistence,
-        )
+        checks += [record for check in GPU_CHECKS for record in check(gpu, f"gpu{gpu.get('index')}", limits)]
     if nvlink is not None:
         checks += _nvlink_checks(nvlink)
     if xids is not None:
@@ -453,210 +452,217 @@ def _unreadable(reason: str, expected_count: int | None, driver_version: str | N
     return [unavailable("gpu_query", f"{reason}: nothing to check, and no GPU declared here", code="GPU_UNAVAILABLE")]
 
 
-def _gpu_checks(
-    gpu,
-    expected_model,
-    driver_version,
-    ecc_corrected_max,
-    remap_max,
-    retired_max,
-    margin,
-    temp_max,
-    check_pcie_gen,
-    require_persistence,
-) -> list[Check]:
-    g = f"gpu{gpu.get('index')}"
+def _missing(gpu: dict[str, Any], g: str, check: str, what: str) -> Check:
+    return unavailable(f"{g}.{check}", f"{what} not reported by this GPU ({gpu.get('name')})")
+
+
+def _model(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    if not limits.expected_model:
+        return []
+    name = gpu.get("name") or ""
+    if limits.expected_model in name:
+        return [passed(f"{g}.model", f"{name}", value=name, threshold=limits.expected_model)]
+    return [
+        failed(
+            f"{g}.model",
+            f"model {name!r}, expected {limits.expected_model!r}",
+            value=name,
+            threshold=limits.expected_model,
+            code="GPU_MODEL",
+        )
+    ]
+
+
+def _driver(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    pin = limits.driver_version
+    if not pin:
+        return []
+    found = gpu.get("driver_version") or ""
+    if found == pin or found.startswith(pin + "."):
+        return [passed(f"{g}.driver", f"driver {found}", value=found, threshold=pin)]
+    return [failed(f"{g}.driver", f"driver {found}, pinned {pin}", value=found, threshold=pin, code="DRIVER_MISMATCH")]
+
+
+def _ecc(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
     out: list[Check] = []
-
-    def missing(check: str, what: str) -> Check:
-        return unavailable(f"{g}.{check}", f"{what} not reported by this GPU ({gpu.get('name')})")
-
-    if expected_model:
-        name = gpu.get("name") or ""
-        out.append(
-            passed(f"{g}.model", f"{name}", value=name, threshold=expected_model)
-            if expected_model in name
-            else failed(
-                f"{g}.model",
-                f"model {name!r}, expected {expected_model!r}",
-                value=name,
-                threshold=expected_model,
-                code="GPU_MODEL",
-            )
-        )
-    if driver_version:
-        found = gpu.get("driver_version") or ""
-        ok = found == driver_version or found.startswith(driver_version + ".")
-        out.append(
-            passed(f"{g}.driver", f"driver {found}", value=found, threshold=driver_version)
-            if ok
-            else failed(
-                f"{g}.driver",
-                f"driver {found}, pinned {driver_version}",
-                value=found,
-                threshold=driver_version,
-                code="DRIVER_MISMATCH",
-            )
-        )
     unc = gpu.get("ecc_uncorrected_volatile")
     if unc is not None:
         out.append(at_most(f"{g}.ecc_uncorrected", unc, 0, "errors", "uncorrectable ECC errors since driver load"))
     elif gpu.get("ecc_supported") is False:
         out.append(not_applicable(f"{g}.ecc_uncorrected", f"no ECC on this GPU, or ECC turned off ({gpu.get('name')})"))
     else:
-        out.append(missing("ecc_uncorrected", "ECC"))
+        out.append(_missing(gpu, g, "ecc_uncorrected", "ECC"))
     corr = gpu.get("ecc_corrected_volatile")
     if corr is not None:
-        out.append(at_most(f"{g}.ecc_corrected", corr, ecc_corrected_max, "errors", "correctable ECC errors"))
-    if gpu.get("remap_pending") is not None or gpu.get("remap_failure") is not None:
-        if gpu.get("remap_failure"):
-            out.append(
-                failed(
-                    f"{g}.row_remap", "row remapping failed: replace the GPU", value="failure", code="ROW_REMAP_FAILURE"
-                )
+        out.append(at_most(f"{g}.ecc_corrected", corr, limits.ecc_corrected_max, "errors", "correctable ECC errors"))
+    return out
+
+
+def _row_remap(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    if gpu.get("remap_pending") is None and gpu.get("remap_failure") is None:
+        return []
+    most = limits.remap_uncorrectable_max
+    if gpu.get("remap_failure"):
+        return [
+            failed(f"{g}.row_remap", "row remapping failed: replace the GPU", value="failure", code="ROW_REMAP_FAILURE")
+        ]
+    if gpu.get("remap_pending"):
+        return [
+            failed(
+                f"{g}.row_remap",
+                "row remap pending: reset the GPU (or reboot)",
+                value="pending",
+                code="ROW_REMAP_PENDING",
             )
-        elif gpu.get("remap_pending"):
-            out.append(
-                failed(
-                    f"{g}.row_remap",
-                    "row remap pending: reset the GPU (or reboot)",
-                    value="pending",
-                    code="ROW_REMAP_PENDING",
-                )
+        ]
+    if (gpu.get("remap_uncorrectable") or 0) > most:
+        return [
+            failed(
+                f"{g}.row_remap",
+                f"{gpu['remap_uncorrectable']} uncorrectable remapped rows",
+                value=gpu["remap_uncorrectable"],
+                threshold=most,
+                code="ROW_REMAP_COUNT",
             )
-        elif (gpu.get("remap_uncorrectable") or 0) > remap_max:
-            out.append(
-                failed(
-                    f"{g}.row_remap",
-                    f"{gpu['remap_uncorrectable']} uncorrectable remapped rows",
-                    value=gpu["remap_uncorrectable"],
-                    threshold=remap_max,
-                    code="ROW_REMAP_COUNT",
-                )
-            )
-        else:
-            out.append(
-                passed(
-                    f"{g}.row_remap",
-                    "no remap pending or failed",
-                    value=gpu.get("remap_uncorrectable"),
-                    threshold=remap_max,
-                )
-            )
+        ]
+    return [
+        passed(f"{g}.row_remap", "no remap pending or failed", value=gpu.get("remap_uncorrectable"), threshold=most)
+    ]
+
+
+def _retired_pages(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
     retired = [gpu.get("retired_sbe"), gpu.get("retired_dbe")]
     if gpu.get("retired_pending"):
-        out.append(failed(f"{g}.retired_pages", "page retirement pending: reboot to retire", code="RETIRED_PENDING"))
-    elif any(v is not None for v in retired):
-        out.append(at_most(f"{g}.retired_pages", sum(v or 0 for v in retired), retired_max, "pages", "retired pages"))
-    reasons = throttle_reasons(gpu.get("throttle_mask"))
-    if gpu.get("throttle_mask") is None:
-        out.append(missing("throttle", "clock event reasons"))
-    elif bad := THROTTLE_FAIL.intersection(reasons):
-        out.append(
+        return [failed(f"{g}.retired_pages", "page retirement pending: reboot to retire", code="RETIRED_PENDING")]
+    if any(v is not None for v in retired):
+        total = sum(v or 0 for v in retired)
+        return [at_most(f"{g}.retired_pages", total, limits.retired_pages_max, "pages", "retired pages")]
+    return []
+
+
+def _throttle(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    mask = gpu.get("throttle_mask")
+    if mask is None:
+        return [_missing(gpu, g, "throttle", "clock event reasons")]
+    reasons = throttle_reasons(mask)
+    if bad := THROTTLE_FAIL.intersection(reasons):
+        return [
             failed(
                 f"{g}.throttle",
                 f"hardware slowdown active: {', '.join(sorted(bad))}",
-                value=hex(gpu["throttle_mask"]),
+                value=hex(mask),
                 code="GPU_HW_SLOWDOWN",
             )
-        )
-    elif warn := THROTTLE_WARN.intersection(reasons):
-        out.append(warned(f"{g}.throttle", f"throttled: {', '.join(sorted(warn))}", value=hex(gpu["throttle_mask"])))
-    else:
-        out.append(
-            passed(
-                f"{g}.throttle", f"no slowdown ({', '.join(reasons) or 'none active'})", value=hex(gpu["throttle_mask"])
-            )
-        )
+        ]
+    if warn := THROTTLE_WARN.intersection(reasons):
+        return [warned(f"{g}.throttle", f"throttled: {', '.join(sorted(warn))}", value=hex(mask))]
+    return [passed(f"{g}.throttle", f"no slowdown ({', '.join(reasons) or 'none active'})", value=hex(mask))]
+
+
+def _pcie_width(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    """The link against what the slot gives where the operator declares it, else against the card's maximum."""
     width, width_max = gpu.get("pcie_width"), gpu.get("pcie_width_max")
     if width is None or width_max is None:
-        out.append(missing("pcie_width", "PCIe link width"))
-    elif width < width_max:
-        out.append(
-            failed(
-                f"{g}.pcie_width",
-                f"PCIe link x{width}, capable of x{width_max}: reseat or check the slot",
-                value=width,
-                threshold=width_max,
-                code="PCIE_DOWNTRAINED",
-            )
+        return [_missing(gpu, g, "pcie_width", "PCIe link width")]
+    wanted = min(limits.pcie_width, width_max) if limits.pcie_width else width_max
+    if width >= wanted:
+        slot = f" (the slot gives x{limits.pcie_width}; the GPU could do x{width_max})" if width < width_max else ""
+        return [passed(f"{g}.pcie_width", f"PCIe x{width}{slot}", value=width, threshold=wanted)]
+    where = f"the slot gives x{limits.pcie_width}" if limits.pcie_width else f"capable of x{width_max}"
+    return [
+        failed(
+            f"{g}.pcie_width",
+            f"PCIe link x{width}, {where}: reseat or check the slot",
+            value=width,
+            threshold=wanted,
+            code="PCIE_DOWNTRAINED",
         )
-    else:
-        out.append(passed(f"{g}.pcie_width", f"PCIe x{width}", value=width, threshold=width_max))
-    if check_pcie_gen and gpu.get("pcie_gen") is not None and gpu.get("pcie_gen_max") is not None:
-        gen, gen_max = gpu["pcie_gen"], gpu["pcie_gen_max"]
-        out.append(
-            passed(f"{g}.pcie_gen", f"PCIe gen {gen}", value=gen, threshold=gen_max)
-            if gen >= gen_max
-            else failed(
-                f"{g}.pcie_gen",
-                f"PCIe gen {gen} under load, capable of {gen_max}",
-                value=gen,
-                threshold=gen_max,
-                code="PCIE_GEN",
-            )
+    ]
+
+
+def _pcie_gen(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    gen, gen_max = gpu.get("pcie_gen"), gpu.get("pcie_gen_max")
+    if not limits.check_pcie_gen or gen is None or gen_max is None:
+        return []
+    if gen >= gen_max:
+        return [passed(f"{g}.pcie_gen", f"PCIe gen {gen}", value=gen, threshold=gen_max)]
+    return [
+        failed(
+            f"{g}.pcie_gen",
+            f"PCIe gen {gen} under load, capable of {gen_max}",
+            value=gen,
+            threshold=gen_max,
+            code="PCIE_GEN",
         )
+    ]
+
+
+def _persistence(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
     if gpu.get("persistence_mode") is None:
-        out.append(missing("persistence", "persistence mode"))
-    elif gpu["persistence_mode"]:
-        out.append(passed(f"{g}.persistence", "persistence mode enabled", value="Enabled"))
-    elif require_persistence:
-        out.append(
-            warned(
-                f"{g}.persistence",
-                "persistence mode disabled: enable nvidia-persistenced",
-                value="Disabled",
-                threshold="Enabled",
-            )
+        return [_missing(gpu, g, "persistence", "persistence mode")]
+    if gpu["persistence_mode"]:
+        return [passed(f"{g}.persistence", "persistence mode enabled", value="Enabled")]
+    if not limits.require_persistence:
+        return []
+    return [
+        warned(
+            f"{g}.persistence",
+            "persistence mode disabled: enable nvidia-persistenced",
+            value="Disabled",
+            threshold="Enabled",
         )
-    temp = gpu.get("temperature")
-    slowdown = gpu.get("temperature_slowdown")
+    ]
+
+
+def _temperature(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    """Against the GPU's own slowdown temperature less a margin where it reports one, else a fixed limit."""
+    temp, slowdown = gpu.get("temperature"), gpu.get("temperature_slowdown")
     if temp is None:
-        out.append(missing("temperature", "temperature"))
-    elif slowdown is not None:
-        limit = slowdown - margin
-        out.append(
-            passed(f"{g}.temperature", f"{temp:g} C, slowdown at {slowdown:g} C", value=temp, threshold=limit, unit="C")
-            if temp < limit
-            else warned(
-                f"{g}.temperature",
-                f"{temp:g} C is within {margin:g} C of slowdown at {slowdown:g} C",
-                value=temp,
-                threshold=limit,
-                unit="C",
-                code="GPU_HOT",
-            )
-        )
+        return [_missing(gpu, g, "temperature", "temperature")]
+    if slowdown is not None:
+        limit = slowdown - limits.temperature_margin_c
+        ok, message = temp < limit, f"{temp:g} C, slowdown at {slowdown:g} C"
+        hot = f"{temp:g} C is within {limits.temperature_margin_c:g} C of slowdown at {slowdown:g} C"
     else:
-        out.append(
-            passed(f"{g}.temperature", f"{temp:g} C", value=temp, threshold=temp_max, unit="C")
-            if temp <= temp_max
-            else warned(
-                f"{g}.temperature",
-                f"{temp:g} C above {temp_max:g} C",
-                value=temp,
-                threshold=temp_max,
-                unit="C",
-                code="GPU_HOT",
-            )
-        )
+        limit = limits.temperature_max_c
+        ok, message, hot = temp <= limit, f"{temp:g} C", f"{temp:g} C above {limit:g} C"
+    if ok:
+        return [passed(f"{g}.temperature", message, value=temp, threshold=limit, unit="C")]
+    return [warned(f"{g}.temperature", hot, value=temp, threshold=limit, unit="C", code="GPU_HOT")]
+
+
+def _power(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
     draw, limit_w = gpu.get("power_draw"), gpu.get("power_limit")
     if draw is None or limit_w is None:
-        out.append(missing("power", "power draw or limit"))
-    else:
-        out.append(
-            passed(f"{g}.power", f"{draw:g} W of {limit_w:g} W", value=draw, threshold=limit_w, unit="W")
-            if draw <= limit_w
-            else warned(
-                f"{g}.power",
-                f"drawing {draw:g} W over its {limit_w:g} W limit",
-                value=draw,
-                threshold=limit_w,
-                unit="W",
-                code="GPU_POWER",
-            )
+        return [_missing(gpu, g, "power", "power draw or limit")]
+    if draw <= limit_w:
+        return [passed(f"{g}.power", f"{draw:g} W of {limit_w:g} W", value=draw, threshold=limit_w, unit="W")]
+    return [
+        warned(
+            f"{g}.power",
+            f"drawing {draw:g} W over its {limit_w:g} W limit",
+            value=draw,
+            threshold=limit_w,
+            unit="W",
+            code="GPU_POWER",
         )
-    return out
+    ]
+
+
+# Each GPU's checks, in the report's order.
+GPU_CHECKS = (
+    _model,
+    _driver,
+    _ecc,
+    _row_remap,
+    _retired_pages,
+    _throttle,
+    _pcie_width,
+    _pcie_gen,
+    _persistence,
+    _temperature,
+    _power,
+)
 
 
 def _nvlink_checks(nvlink: dict[int, dict[str, Any]]) -> list[Check]:

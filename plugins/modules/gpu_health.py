@@ -56,6 +56,10 @@ options:
     description: Warn above this temperature when the GPU reports no slowdown threshold.
     type: float
     default: 85
+  pcie_width:
+    description: The PCIe width the GPUs' slots give (C(8) where two GPUs share a consumer board's x16 as
+      x8/x8). Each GPU's link is held to it, not to the card's own maximum; unset holds it to the maximum.
+    type: int
   check_pcie_gen:
     description: Also require the maximum PCIe generation. Only meaningful under load, as idle GPUs drop to gen 1.
     type: bool
@@ -130,6 +134,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+
+# The options that are smi.Limits fields: what the GPUs are held to.
+LIMITS = [name for name in smi.Limits.__dataclass_fields__]
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 
@@ -213,6 +220,7 @@ def main() -> None:
             temperature_margin_c=dict(type="float", default=5.0),
             temperature_max_c=dict(type="float", default=85.0),
             check_pcie_gen=dict(type="bool", default=False),
+            pcie_width=dict(type="int"),
             require_persistence=dict(type="bool", default=True),
             check_nvlink=dict(type="bool", default=True),
             xid_window_hours=dict(type="int", default=24),
@@ -222,6 +230,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if p["pcie_width"] is not None and p["pcie_width"] not in (1, 2, 4, 8, 16, 32):
+        module.fail_json(msg=f"pcie_width must be a PCIe link width (1, 2, 4, 8, 16 or 32), got {p['pcie_width']}")
     if p["expected_count"] is not None and p["expected_count"] < 1:
         module.fail_json(
             msg=f"expected_count must be at least 1, got {p['expected_count']}; leave it unset on nodes without GPUs"
@@ -276,15 +286,7 @@ def main() -> None:
         gpus,
         source=source,
         expected_count=p["expected_count"],
-        expected_model=p["expected_model"],
-        driver_version=p["driver_version"],
-        ecc_corrected_max=p["ecc_corrected_max"],
-        remap_uncorrectable_max=p["remap_uncorrectable_max"],
-        retired_pages_max=p["retired_pages_max"],
-        temperature_margin_c=p["temperature_margin_c"],
-        temperature_max_c=p["temperature_max_c"],
-        check_pcie_gen=p["check_pcie_gen"],
-        require_persistence=p["require_persistence"],
+        limits=smi.Limits(**{name: p[name] for name in LIMITS}),
         nvlink=nvlink,
         xids=xids,
         xid_ignore=tuple(p["xid_ignore"]),

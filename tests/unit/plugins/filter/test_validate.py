@@ -127,3 +127,14 @@ def test_cost_settings_out_of_range_are_named_and_none_is_fine():
         "validation_cost.base_watts must be 0 or more, got -5",
         "validation_cost.utilization is a share of the time, 0 to 1, got 60",
     ]
+
+
+def test_a_declared_slot_width_must_be_a_pcie_width():
+    from ansible_collections.gpulab.cluster.plugins.filter.validate import pcie_width_problems
+
+    assert pcie_width_problems({"gpu1": 8, "gpu2": None, "gpu3": "16"}) == []
+    assert pcie_width_problems({"gpu1": 12, "gpu2": True, "gpu3": "x8"}) == [
+        "gpu1: gpulab_gpu_pcie_width must be a PCIe link width (1, 2, 4, 8, 16, 32), got 12",
+        "gpu2: gpulab_gpu_pcie_width must be a PCIe link width (1, 2, 4, 8, 16, 32), got True",
+        "gpu3: gpulab_gpu_pcie_width must be a PCIe link width (1, 2, 4, 8, 16, 32), got 'x8'",
+    ]

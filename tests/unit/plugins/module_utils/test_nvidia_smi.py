@@ -55,7 +55,12 @@ def test_csv_geforce_with_na_fields():
 def test_geforce_is_healthy_and_ecc_does_not_apply():
     gpus = smi.parse_query_csv(read("query_rtx4090_550.csv"))
     checks = by_check(
-        smi.evaluate(gpus, source="nvidia-smi", expected_count=2, expected_model="RTX 4090", driver_version="550")
+        smi.evaluate(
+            gpus,
+            source="nvidia-smi",
+            expected_count=2,
+            limits=smi.Limits(expected_model="RTX 4090", driver_version="550"),
+        )
     )
     assert checks["gpu_count"].status == "pass"
     assert checks["gpu0.ecc_uncorrected"].status == "n/a"
@@ -91,7 +96,9 @@ def test_declared_gpus_that_cannot_be_read_fail():
         4,
     )
     assert count.message == f"4 GPUs declared, none could be read: {reason}"
-    (driver,) = smi.evaluate(None, source="nvidia-smi", driver_version="550", unavailable_reason=reason)
+    (driver,) = smi.evaluate(
+        None, source="nvidia-smi", limits=smi.Limits(driver_version="550"), unavailable_reason=reason
+    )
     assert (driver.check, driver.status, driver.code) == ("driver", "fail", "DRIVER_MISSING")
 
 
@@ -103,17 +110,21 @@ def test_csv_recorded_h200_580():
     assert (gpu["name"], gpu["driver_version"], gpu["throttle_mask"]) == ("NVIDIA H200", "580.159.04", 0x1)
     assert (gpu["power_draw"], gpu["power_limit"], gpu["pcie_gen"], gpu["pcie_width"]) == (78.5, 700.0, 5, 16)
     assert (gpu["retired_pending"], gpu["retired_sbe"], gpu["remap_pending"]) == (None, None, False)
-    checks = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=1, driver_version="580"))
+    checks = by_check(
+        smi.evaluate(gpus, source="nvidia-smi", expected_count=1, limits=smi.Limits(driver_version="580"))
+    )
     assert {c.status for c in checks.values()} == {"pass"}
     assert checks["gpu0.driver"].message == "driver 580.159.04"
-    wrong = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=2, driver_version="550"))
+    wrong = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=2, limits=smi.Limits(driver_version="550")))
     assert (wrong["gpu_count"].status, wrong["gpu0.driver"].status) == ("fail", "fail")
 
 
 def test_csv_old_driver_faults():
     gpus = smi.parse_query_csv(read("query_a100_470_old_names.csv"))
     smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(read("remapped_rows_yes_no.csv")))
-    checks = by_check(smi.evaluate(gpus, source="nvidia-smi", expected_count=8, driver_version="535"))
+    checks = by_check(
+        smi.evaluate(gpus, source="nvidia-smi", expected_count=8, limits=smi.Limits(driver_version="535"))
+    )
     assert checks["gpu_count"].message == "4 GPUs found via nvidia-smi, 8 expected"
     assert checks["gpu0.driver"].message == "driver 470.199.02, pinned 535"
     assert checks["gpu0.ecc_uncorrected"].status == "pass"
@@ -153,7 +164,7 @@ def test_xml_current_generation():
     assert (gpu["power_draw"], gpu["power_limit"]) == (689.95, 700.0)
     assert (gpu["ecc_corrected_volatile"], gpu["ecc_uncorrected_volatile"]) == (7, 0)
     assert gpu["throttle_mask"] == 0x4 and gpu["remap_pending"] is False and gpu["retired_sbe"] is None
-    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", check_pcie_gen=True))
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", limits=smi.Limits(check_pcie_gen=True)))
     assert checks["gpu0.temperature"].message == "84 C is within 5 C of slowdown at 87 C"
     assert checks["gpu0.temperature"].status == "warn"
     assert checks["gpu0.pcie_gen"].status == "pass"
@@ -172,7 +183,9 @@ def test_xml_recorded_h200_580():
     assert (gpu["ecc_corrected_volatile"], gpu["ecc_uncorrected_aggregate"]) == (0, 0)
     assert gpu["throttle_mask"] == 0x1 and gpu["persistence_mode"] is True
     assert (gpu["remap_pending"], gpu["remap_failure"], gpu["retired_sbe"]) == (False, False, None)
-    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", expected_count=1, expected_model="H200"))
+    checks = by_check(
+        smi.evaluate(gpus, source="nvidia-smi -q -x", expected_count=1, limits=smi.Limits(expected_model="H200"))
+    )
     assert {c.status for c in checks.values()} == {"pass"}
     assert checks["gpu0.temperature"].message == "33 C, slowdown at 89 C"
     assert checks["gpu0.power"].message == "78.66 W of 700 W"
@@ -187,7 +200,9 @@ def test_xml_older_generation():
     assert (first["retired_sbe"], first["retired_dbe"], first["retired_pending"]) == (2, 1, True)
     assert first["remap_pending"] is None  # pre-Ampere: no row remapping
     assert (first["power_draw"], first["power_limit"]) == (44.12, 300.0)
-    checks = by_check(smi.evaluate(gpus, source="nvidia-smi -q -x", check_pcie_gen=True, require_persistence=False))
+    checks = by_check(
+        smi.evaluate(gpus, source="nvidia-smi -q -x", limits=smi.Limits(check_pcie_gen=True, require_persistence=False))
+    )
     assert checks["gpu0.retired_pages"].code == "RETIRED_PENDING"
     assert checks["gpu1.retired_pages"].status == "pass"
     assert checks["gpu1.pcie_gen"].message == "PCIe gen 1 under load, capable of 3"
@@ -267,3 +282,23 @@ def test_nvml_collector(nvml):
     assert (geforce["ecc_supported"], geforce["ecc_uncorrected_volatile"]) == (False, None)
     assert "remap_pending" not in geforce
     assert checks["gpu0.ecc_uncorrected"].status == "n/a"
+
+
+def test_a_declared_slot_width_is_what_the_link_is_held_to():
+    # Two GPUs at x8/x8 on a consumer board: healthy when the slot says x8, downtrained only below it.
+    x8 = {"index": 0, "name": "NVIDIA GeForce RTX 4090", "pcie_width": 8, "pcie_width_max": 16}
+    undeclared = by_check(smi.evaluate([x8], source="nvml"))["gpu0.pcie_width"]
+    assert (undeclared.status, undeclared.code) == ("fail", "PCIE_DOWNTRAINED")
+    slot = by_check(smi.evaluate([x8], source="nvml", limits=smi.Limits(pcie_width=8)))["gpu0.pcie_width"]
+    assert (slot.status, slot.value, slot.threshold) == ("pass", 8, 8)
+    assert slot.message == "PCIe x8 (the slot gives x8; the GPU could do x16)"
+    x4 = dict(x8, pcie_width=4)
+    low = by_check(smi.evaluate([x4], source="nvml", limits=smi.Limits(pcie_width=8)))["gpu0.pcie_width"]
+    assert (low.status, low.threshold, low.message) == (
+        "fail",
+        8,
+        "PCIe link x4, the slot gives x8: reseat or check the slot",
+    )
+    # A slot wider than the card holds the card to its own maximum.
+    wide = by_check(smi.evaluate([dict(x8, pcie_width_max=8)], source="nvml", limits=smi.Limits(pcie_width=16)))
+    assert (wide["gpu0.pcie_width"].status, wide["gpu0.pcie_width"].threshold) == ("pass", 8)

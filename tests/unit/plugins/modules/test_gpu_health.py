@@ -172,6 +172,7 @@ def test_nvml_source_requires_the_bindings(run_module, node):
         ({"expected_count": 0}, "expected_count must be at least 1, got 0; leave it unset on nodes without GPUs"),
         ({"temperature_margin_c": -1}, "temperature_margin_c must be 0 or more, got -1.0"),
         ({"retired_pages_max": -1}, "retired_pages_max must be 0 or more, got -1"),
+        ({"pcie_width": 12}, "pcie_width must be a PCIe link width (1, 2, 4, 8, 16 or 32), got 12"),
     ],
 )
 def test_bad_input_is_refused(run_module, node, args, message):
