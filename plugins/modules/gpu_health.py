@@ -136,7 +136,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi a
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 
 # The options that are smi.Limits fields: what the GPUs are held to.
-LIMITS = [name for name in smi.Limits.__dataclass_fields__]
+LIMITS = list(smi.Limits.__dataclass_fields__)
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 

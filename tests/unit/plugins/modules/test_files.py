@@ -21,7 +21,8 @@ def test_write_then_nothing_to_do_then_only_what_differs(run_module, tmp_path):
     result, failed = run_module(files.main, {"files": wanted})
     assert not failed and not result["changed"] and result["changed_paths"] == [] and result["diff"] == []
     inode = b.stat().st_ino
-    result, _ = run_module(files.main, {"files": [entry(a, "one, edited\n"), entry(b, "two\n", "0600")]})
+    result, failed = run_module(files.main, {"files": [entry(a, "one, edited\n"), entry(b, "two\n", "0600")]})
+    assert not failed
     assert result["changed_paths"] == [str(a)] and b.stat().st_ino == inode  # b left alone
     assert result["diff"] == [
         {"before_header": str(a), "after_header": str(a), "before": "one\n", "after": "one, edited\n"}
@@ -33,7 +34,8 @@ def test_a_mode_alone_is_a_change(run_module, tmp_path):
     a = tmp_path / "a.conf"
     a.write_text("one\n")
     a.chmod(0o600)
-    result, _ = run_module(files.main, {"files": [entry(a, "one\n", "0644")]})
+    result, failed = run_module(files.main, {"files": [entry(a, "one\n", "0644")]})
+    assert not failed
     assert result["changed_paths"] == [str(a)] and result["diff"] == []
     assert stat.S_IMODE(a.stat().st_mode) == 0o644
 
@@ -70,10 +72,12 @@ def test_directories_come_first_with_their_attributes(run_module, tmp_path):
     result, failed = run_module(files.main, args)
     assert not failed and result["changed_paths"] == [str(jobs), str(jobs / "ddp.sbatch")]
     assert stat.S_IMODE(jobs.stat().st_mode) == 0o750 and (jobs / "ddp.sbatch").read_text() == "#!/bin/bash\n"
-    result, _ = run_module(files.main, args)
+    result, failed = run_module(files.main, args)
+    assert not failed
     assert result["changed_paths"] == []
     jobs.chmod(0o755)
-    result, _ = run_module(files.main, args)
+    result, failed = run_module(files.main, args)
+    assert not failed
     assert result["changed_paths"] == [str(jobs)] and stat.S_IMODE(jobs.stat().st_mode) == 0o750
 
 
