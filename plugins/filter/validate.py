@@ -112,14 +112,29 @@ def pcie_width_problems(widths: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def in_node_busbw_problems(expected: Mapping[str, Any]) -> list[str]:
+    """expected: compute host -> gpulab_nccl_in_node_busbw_gbs (None if unset), the in-node busbw it is held to."""
+    return [
+        f"{host}: gpulab_nccl_in_node_busbw_gbs must be a number of GB/s above 0, got {value!r}"
+        for host, value in sorted(expected.items())
+        if value is not None and (isinstance(value, bool) or (_number(value) or 0) <= 0)
+    ]
+
+
 def validate_settings_problems(
     settings: Mapping[str, Any], hostvars: Mapping[str, Any], groups: Mapping[str, list[str]]
 ) -> list[str]:
-    """The filter: reads each compute node's gpulab_gpu_count and gpulab_gpu_pcie_width from hostvars."""
+    """The filter: reads each compute node's gpulab_gpu_count, gpulab_gpu_pcie_width and
+    gpulab_nccl_in_node_busbw_gbs from hostvars."""
     compute = groups.get("compute", [])
     counts = {h: hostvars[h].get("gpulab_gpu_count") for h in compute}
     widths = {h: hostvars[h].get("gpulab_gpu_pcie_width") for h in compute}
-    return validate_problems(settings, groups.get("all", []), counts) + pcie_width_problems(widths)
+    in_node = {h: hostvars[h].get("gpulab_nccl_in_node_busbw_gbs") for h in compute}
+    return (
+        validate_problems(settings, groups.get("all", []), counts)
+        + pcie_width_problems(widths)
+        + in_node_busbw_problems(in_node)
+    )
 
 
 # Registered variable of each node check in the validation role -> report section.

@@ -138,3 +138,27 @@ def test_a_declared_slot_width_must_be_a_pcie_width():
         "gpu2: gpulab_gpu_pcie_width must be a PCIe link width (1, 2, 4, 8, 16, 32), got True",
         "gpu3: gpulab_gpu_pcie_width must be a PCIe link width (1, 2, 4, 8, 16, 32), got 'x8'",
     ]
+
+
+def test_a_declared_in_node_busbw_must_be_a_positive_number():
+    from ansible_collections.gpulab.cluster.plugins.filter.validate import in_node_busbw_problems
+
+    assert in_node_busbw_problems({"gpu1": 22.5, "gpu2": None, "gpu3": "180"}) == []
+    assert in_node_busbw_problems({"gpu1": 0, "gpu2": "fast", "gpu3": True}) == [
+        "gpu1: gpulab_nccl_in_node_busbw_gbs must be a number of GB/s above 0, got 0",
+        "gpu2: gpulab_nccl_in_node_busbw_gbs must be a number of GB/s above 0, got 'fast'",
+        "gpu3: gpulab_nccl_in_node_busbw_gbs must be a number of GB/s above 0, got True",
+    ]
+
+
+def test_in_node_nccl_tests_is_not_held_to_the_nics_line_rate():
+    # In-node traffic never crosses the NIC: holding it to the line rate failed PCIe-only nodes.
+    from pathlib import Path
+
+    import yaml
+
+    tasks = yaml.safe_load((Path(__file__).resolve().parents[4] / "roles/validation/tasks/node.yml").read_text())
+    (in_node,) = [t for t in tasks if t["name"] == "Run nccl-tests inside the node"]
+    args = in_node["gpulab.cluster.nccl_test"]
+    assert "link_speed_gbps" not in args
+    assert args["expected_busbw"] == "{{ gpulab_nccl_in_node_busbw_gbs | default(omit) }}"
