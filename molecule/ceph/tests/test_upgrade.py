@@ -73,3 +73,23 @@ def test_nothing_to_upgrade_sets_no_flag_and_changes_nothing(ansible_playbook, u
     assert "nothing to do, no flag set" in run.stdout
     assert "changed=0" in next(line for line in run.stdout.splitlines() if line.startswith("ceph-st "))
     assert noout_commands(st) == commands
+
+
+def test_a_noout_an_earlier_run_left_is_cleared_and_an_operators_is_not(ansible_playbook, upgraded):
+    st, _run, _before, _new = upgraded
+    # An operator's noout (no gpulab marker): a run with nothing to do leaves it set.
+    st.check_output("ceph osd set noout")
+    try:
+        run = upgrade(ansible_playbook)
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert "noout" in ceph(st, "osd", "dump")["flags"]
+    finally:
+        st.check_output("ceph osd unset noout")
+    # A run that stopped after setting noout leaves it and the marker: the next run clears both.
+    st.check_output("mkdir -p /var/lib/gpulab && echo left > /var/lib/gpulab/upgrade-noout && ceph osd set noout")
+    run = upgrade(ansible_playbook)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "TASK [gpulab.cluster.upgrade : Clear the noout an earlier run left]" in run.stdout
+    assert "noout" not in ceph(st, "osd", "dump")["flags"]
+    assert not st.file("/var/lib/gpulab/upgrade-noout").exists
+    assert wait_for(lambda: ceph(st, "health")["status"] == "HEALTH_OK", 60), ceph(st, "health")
