@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost, report
+from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import PCIE_WIDTHS
 
 FAIL_ON = ("fail", "warn", "never")
 PREFIX = "validation_"
@@ -98,9 +99,6 @@ def validate_problems(
                 "leave it unset on nodes without GPUs"
             )
     return problems
-
-
-PCIE_WIDTHS = (1, 2, 4, 8, 16, 32)
 
 
 def pcie_width_problems(widths: Mapping[str, Any]) -> list[str]:

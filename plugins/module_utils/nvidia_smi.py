@@ -64,6 +64,8 @@ THROTTLE_FAIL = {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"
 THROTTLE_WARN = {"sw_thermal_slowdown"}
 # XIDs caused by applications, not hardware (NVIDIA k8s-device-plugin's skip list).
 APPLICATION_XIDS = (13, 31, 43, 45, 68)
+# Link widths a PCIe slot can give a GPU (gpulab_gpu_pcie_width, gpu_health's pcie_width).
+PCIE_WIDTHS = (1, 2, 4, 8, 16, 32)
 # Hardware XIDs the GPU metrics carry from the first collection, at 0, so that the first event of a
 # kind is an increase an alert sees (NVIDIA's XID catalog: ECC, GSP and NVLink faults, off the bus).
 HARDWARE_XIDS = (48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120)

@@ -141,14 +141,11 @@ def write(module: AnsibleModule, path: str, data: bytes, validate: str | None) -
 def one_directory(module: AnsibleModule, entry: dict) -> bool:
     """Create one directory (and its parents) where missing, then its attributes; True when it changed."""
     path = entry["path"]
-    if not os.path.isdir(path):
-        if not module.check_mode:
-            os.makedirs(path)
-        created = True
-    else:
-        created = False
+    created = not os.path.isdir(path)
     if created and module.check_mode:
         return True
+    if created:
+        os.makedirs(path)
     file_args = module.load_file_common_arguments({"path": path, **{k: entry.get(k) for k in ATTRIBUTES}})
     return module.set_fs_attributes_if_different(file_args, created)
 

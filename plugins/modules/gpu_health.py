@@ -230,8 +230,9 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    if p["pcie_width"] is not None and p["pcie_width"] not in (1, 2, 4, 8, 16, 32):
-        module.fail_json(msg=f"pcie_width must be a PCIe link width (1, 2, 4, 8, 16 or 32), got {p['pcie_width']}")
+    if p["pcie_width"] is not None and p["pcie_width"] not in smi.PCIE_WIDTHS:
+        widths = ", ".join(map(str, smi.PCIE_WIDTHS[:-1])) + f" or {smi.PCIE_WIDTHS[-1]}"
+        module.fail_json(msg=f"pcie_width must be a PCIe link width ({widths}), got {p['pcie_width']}")
     if p["expected_count"] is not None and p["expected_count"] < 1:
         module.fail_json(
             msg=f"expected_count must be at least 1, got {p['expected_count']}; leave it unset on nodes without GPUs"
