@@ -25,17 +25,23 @@ def check_name(nodes: int) -> str:
     return f"training_smoke.{nodes}_node{'s' if nodes > 1 else ''}"
 
 
+# The smoke benchmark's job name: what a timed-out run cancels (scancel --name).
+JOB_NAME = "gpulab-smoke"
+
+
 def submit_command(
-    submit: str, script: str, hosts: list[str], output: str, target: float, max_epochs: int
+    submit: str, script: str, hosts: list[str], output: str, target: float, max_epochs: int, timeout: int
 ) -> list[str]:
     """gpulab-sbatch's ddp template on exactly these nodes, waiting for the job; no checkpoints, so
-    that an earlier run's are never resumed."""
+    that an earlier run's are never resumed. The job's time limit is the check's timeout (whole minutes,
+    rounded up): a job the check gave up on cannot hold its nodes past it."""
     return [
         submit,
         "ddp",
         f"--nodes={len(hosts)}",
         f"--nodelist={','.join(hosts)}",
-        "--job-name=gpulab-smoke",
+        f"--job-name={JOB_NAME}",
+        f"--time={-(-timeout // 60)}",
         f"--output={output}",
         "--wait",
         "--",

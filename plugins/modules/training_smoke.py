@@ -56,7 +56,9 @@ options:
     type: int
     default: 30
   timeout:
-    description: Seconds each job may take, queueing included.
+    description:
+      - Seconds each job may take, queueing included; also the job's Slurm time limit (in whole minutes).
+      - A job not done by then fails the check (C(SMOKE_TIMEOUT)) and is cancelled (C(scancel --name=gpulab-smoke)).
     type: int
     default: 900
 extends_documentation_fragment:
@@ -113,7 +115,9 @@ def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | No
     p = module.params
     nodes = len(hosts)
     output = os.path.join(p["output_dir"], f"gpulab-smoke-{nodes}n-%j.out")
-    cmd = tr.submit_command(p["submit"], p["script"], hosts, output, p["target_accuracy"], p["max_epochs"])
+    cmd = tr.submit_command(
+        p["submit"], p["script"], hosts, output, p["target_accuracy"], p["max_epochs"], p["timeout"]
+    )
     rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd])
     job = next((w for w in out.split() if w.isdigit()), None)
     written = glob.glob(output.replace("%j", job)) if job else []
@@ -124,9 +128,12 @@ def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | No
     kept = f" (its output: {', '.join(written)})" if written else ""
     name = tr.check_name(nodes)
     if rc == 124:
+        # sbatch --wait was stopped, not the job: cancel it (queued or running), or it holds its nodes.
+        cancel_rc, _out, cancel_err = module.run_command(["scancel", f"--name={tr.JOB_NAME}", f"--user={os.getuid()}"])
+        cancelled = "; it was cancelled" if cancel_rc == 0 else f"; scancel failed: {cancel_err.strip()[:200]}"
         return failed(
             name,
-            f"the job did not finish in {p['timeout']} s (queued behind other jobs, or hung){kept}",
+            f"the job did not finish in {p['timeout']} s (queued behind other jobs, or hung){cancelled}{kept}",
             code="SMOKE_TIMEOUT",
         ), None
     if rc != 0:

@@ -93,6 +93,7 @@ def test_the_job_runs_exactly_on_the_nodes_without_checkpoints():
         "/mnt/cephfs/x/o-%j.out",
         0.95,
         30,
+        900,
     )
     assert cmd == [
         "/usr/local/bin/gpulab-sbatch",
@@ -100,6 +101,7 @@ def test_the_job_runs_exactly_on_the_nodes_without_checkpoints():
         "--nodes=2",
         "--nodelist=gpu1,gpu2",
         "--job-name=gpulab-smoke",
+        "--time=15",
         "--output=/mnt/cephfs/x/o-%j.out",
         "--wait",
         "--",

@@ -1,3 +1,4 @@
+import os
 import re
 from pathlib import Path
 
@@ -67,6 +68,25 @@ def test_a_failed_job_fails_with_its_cause_and_keeps_its_output(run_module, tmp_
     assert check["status"] == "fail" and check["code"] == "SMOKE_FAILED"
     assert check["message"].startswith("gpulab-sbatch exited 1: FileNotFoundError: [Errno 2] No such file")
     assert check["message"].endswith(f"(its output: {tmp_path}/out/gpulab-smoke-1n-102.out)")  # job 102: after scontrol
+
+
+def test_a_job_past_its_timeout_fails_and_is_cancelled(run_module, tmp_path):
+    seen = []
+
+    def run(module, cmd, environ_update=None, **kw):
+        seen.append(cmd)
+        if cmd[0] == "scontrol":
+            return 0, f"NodeName={cmd[-1]} State=IDLE Reason=none\n", ""
+        return (124, "", "") if cmd[0] == "timeout" else (0, "", "")  # sbatch --wait stopped by timeout
+
+    result, failed = run_module(training_smoke.main, dict(installed(tmp_path), hosts=["gpu1"], timeout=61), run)
+    assert not failed
+    [check] = result["checks"]
+    assert check["status"] == "fail" and check["code"] == "SMOKE_TIMEOUT"
+    assert check["message"] == "the job did not finish in 61 s (queued behind other jobs, or hung); it was cancelled"
+    submit = next(c for c in seen if c[0] == "timeout")
+    assert "--time=2" in submit  # Slurm ends the job itself too: 61 s rounded up to whole minutes
+    assert seen[-1] == ["scancel", "--name=gpulab-smoke", f"--user={os.getuid()}"]
 
 
 def test_without_the_training_role_it_fails(run_module, tmp_path):
