@@ -157,3 +157,27 @@ def test_clean_removes_what_a_killed_copy_left(tiers):
     (leftover / "half").write_bytes(b"h")
     assert run(env, "--clean").returncode == 0
     assert not leftover.exists()
+
+
+def test_clean_keeps_a_copy_a_running_slurm_job_uses_and_drops_it_once_the_job_is_gone(tiers, tmp_path):
+    l2, l1, env = tiers
+    assert run(env, "shards", SLURM_JOB_ID="77").returncode == 0
+    long_ago = time.time() - 15 * 86400
+    os.utime(l1 / "shards.gpulab-staged", (long_ago, long_ago))
+    # squeue as Slurm answers: the job ids it still runs, or "Invalid job id" (exit 1) once all are gone.
+    bin_dir, running = tmp_path / "bin", tmp_path / "running"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(
+        f"#!/bin/sh\n[ -s {running} ] && cat {running} && exit 0\n"
+        'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1\n'
+    )
+    (bin_dir / "squeue").chmod(0o755)
+    env = dict(env, PATH=f"{bin_dir}:{env['PATH']}", GPULAB_STAGE_MAX_AGE_DAYS="14")
+    running.write_text("77\n")
+    kept = run(env, "--clean")
+    assert kept.returncode == 0 and kept.stdout.strip() == "gpulab-stage: kept shards: Slurm job(s) 77 still use it"
+    assert digests(l1 / "shards") == digests(l2 / "shards")
+    running.write_text("")
+    dropped = run(env, "--clean")
+    assert dropped.returncode == 0 and "removed shards (unused since" in dropped.stdout
+    assert sorted(p.name for p in l1.iterdir()) == [".shards.lock"]
