@@ -1,8 +1,8 @@
-"""Questions about a host that several roles ask of its facts."""
+"""Questions about a host, or a group of hosts, that several roles ask of their facts and variables."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 CONTAINER_TYPES = ("docker", "container", "containerd", "podman", "lxc", "systemd-nspawn")
@@ -13,6 +13,14 @@ def in_container(facts: Mapping[str, Any]) -> bool:
     return facts.get("virtualization_role") == "guest" and facts.get("virtualization_type") in CONTAINER_TYPES
 
 
+def gpus_per_node(hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[str]) -> int:
+    """GPUs a job may ask of each node (--gres=gpu:N) and find on every GPU node among hosts: the smallest
+    gpulab_gpu_count of those that declare one; 0 when none does. Slurm places such a job on GPU nodes only,
+    so a CPU node among them does not lower it."""
+    counts = [int(hostvars[host]["gpulab_gpu_count"]) for host in hosts if "gpulab_gpu_count" in hostvars[host]]
+    return min(counts, default=0)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"in_container": in_container}
+        return {"in_container": in_container, "gpus_per_node": gpus_per_node}
