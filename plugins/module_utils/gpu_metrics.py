@@ -26,6 +26,9 @@ GAUGES = [
     ("gpulab_gpu_memory_clock_hertz", "clock_memory", "Memory clock.", 1e6),
     ("gpulab_gpu_memory_used_bytes", "memory_used", "Frame buffer memory in use.", 1),
     ("gpulab_gpu_memory_total_bytes", "memory_total", "Frame buffer memory.", 1),
+    ("gpulab_gpu_utilization_ratio", "utilization_gpu", "Share of the last sample period a kernel ran.", 0.01),
+    ("gpulab_gpu_memory_utilization_ratio", "utilization_memory", "Share of it memory was read or written.", 0.01),
+    ("gpulab_gpu_fan_speed_ratio", "fan_speed", "Fan speed of its maximum (GPUs with a fan).", 0.01),
     ("gpulab_gpu_pcie_link_width", "pcie_width", "PCIe lanes in use.", 1),
     ("gpulab_gpu_pcie_link_width_max", "pcie_width_max", "PCIe lanes the link can have.", 1),
     ("gpulab_gpu_pcie_link_generation", "pcie_gen", "PCIe generation in use.", 1),
@@ -65,7 +68,8 @@ def render(
     lines += family("gpulab_gpu_info", "gauge", "The GPU's name, bus and driver.", info)
     lines += family("gpulab_gpus", "gauge", "GPUs NVML lists.", [({}, len(gpus))])
     for name, key, help_text, scale in GAUGES:
-        samples = [(ids[i], gpu[key] * scale) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
+        # Rounded: 41 x 0.01 is 0.41000000000000003 in binary floating point.
+        samples = [(ids[i], round(gpu[key] * scale, 6)) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
         lines += family(name, "gauge", help_text, samples)
     for name, key, help_text in FLAGS:
         samples = [(ids[i], 1 if gpu[key] else 0) for i, gpu in enumerate(gpus) if gpu.get(key) is not None]
@@ -78,6 +82,8 @@ def render(
     lines += family(
         "gpulab_gpu_ecc_uncorrected_aggregate_errors_total", "counter", "Uncorrected ECC errors ever.", ecc_total
     )
+    energy = [(ids[i], gpu["energy_total"]) for i, gpu in enumerate(gpus) if gpu.get("energy_total") is not None]
+    lines += family("gpulab_gpu_energy_joules_total", "counter", "Energy used since the driver loaded.", energy)
     throttle = [
         ({**ids[i], "reason": reason}, 1 if gpu["throttle_mask"] & bit else 0)
         for i, gpu in enumerate(gpus)

@@ -737,6 +737,12 @@ def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "clock_memory": get("nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM),
                 "memory_used": getattr(memory := get("nvmlDeviceGetMemoryInfo"), "used", None),
                 "memory_total": getattr(memory, "total", None),
+                # Percent of the last sample period a kernel ran / memory was busy; fan speed in percent of
+                # its maximum (None on passively cooled GPUs); energy in mJ since the driver loaded (Volta on).
+                "utilization_gpu": getattr(busy := get("nvmlDeviceGetUtilizationRates"), "gpu", None),
+                "utilization_memory": getattr(busy, "memory", None),
+                "fan_speed": get("nvmlDeviceGetFanSpeed"),
+                "energy_total": _milli(get("nvmlDeviceGetTotalEnergyConsumption")),
                 "throttle_mask": get("nvmlDeviceGetCurrentClocksEventReasons")
                 if hasattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons")
                 else get("nvmlDeviceGetCurrentClocksThrottleReasons"),

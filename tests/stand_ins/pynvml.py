@@ -1,7 +1,8 @@
 """A stand-in for nvidia-ml-py's `pynvml`: the calls gpulab's collectors make, answered from a JSON file.
 
 GPULAB_NVML_STAND_IN names the file (tests/stand_ins/nvml-two-gpus.json is an example). A GPU whose
-"ecc" is null raises NVMLError_NotSupported for ECC, as GeForce does; "init_error" makes nvmlInit fail
+"ecc" is null raises NVMLError_NotSupported for ECC, as GeForce does, and one whose "fan" is null for the
+fan speed, as a passively cooled datacenter GPU does; "init_error" makes nvmlInit fail
 as it does on a node without a driver ("LibraryNotFound", "DriverNotLoaded").
 """
 
@@ -126,6 +127,20 @@ def nvmlDeviceGetMemoryInfo(h: int) -> SimpleNamespace:  # noqa: N802
 
 def nvmlDeviceGetCurrentClocksEventReasons(h: int) -> int:  # noqa: N802
     return _gpu(h)["clocks_event_mask"]
+
+
+def nvmlDeviceGetUtilizationRates(h: int) -> SimpleNamespace:  # noqa: N802
+    return SimpleNamespace(**_gpu(h)["utilization"])
+
+
+def nvmlDeviceGetFanSpeed(h: int) -> int:  # noqa: N802
+    if _gpu(h)["fan"] is None:  # a passively cooled GPU
+        raise NVMLError_NotSupported()
+    return _gpu(h)["fan"]
+
+
+def nvmlDeviceGetTotalEnergyConsumption(h: int) -> int:  # noqa: N802
+    return _gpu(h)["energy_mj"]
 
 
 def _ecc(h: int) -> dict:

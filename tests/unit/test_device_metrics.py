@@ -27,9 +27,11 @@ def test_the_stand_in_s_gpus_give_metrics_that_pass_promtool_and_the_unanswered_
     assert done.returncode == 0, done.stderr
     record = json.loads((tmp_path / "nvml_errors.json").read_text())
     assert record["gpus"] == ["NVIDIA GeForce RTX 4090", "NVIDIA A100-PCIE-40GB"]
-    # The GeForce has no ECC and no row remapping: NVML says NotSupported, and nothing else fails.
+    # The GeForce has no ECC and no row remapping, the A100 (passively cooled) no fan: NVML says NotSupported,
+    # and nothing else fails.
     assert record["nvml_errors"] == {
         "nvmlDeviceGetEccMode": "NVMLError_NotSupported",
+        "nvmlDeviceGetFanSpeed": "NVMLError_NotSupported",
         "nvmlDeviceGetRemappedRows": "NVMLError_NotSupported",
         "nvmlDeviceGetTotalEccErrors": "NVMLError_NotSupported",
     }

@@ -41,6 +41,14 @@ def test_two_gpus_render_with_their_values_and_pass_promtool(nvml):
     assert not any(line.startswith("gpulab_gpu_remap_pending{" + geforce) for line in lines)
     assert f"gpulab_gpu_remap_pending{{{a100}}} 0" in lines
     assert f"gpulab_gpu_remapped_rows_correctable{{{a100}}} 2" in lines
+    # Busy, fan and energy: the A100 is idle (0, not left out) and has no fan (left out, not 0).
+    assert f"gpulab_gpu_utilization_ratio{{{geforce}}} 0.87" in lines
+    assert f"gpulab_gpu_utilization_ratio{{{a100}}} 0" in lines
+    assert f"gpulab_gpu_memory_utilization_ratio{{{geforce}}} 0.41" in lines
+    assert f"gpulab_gpu_fan_speed_ratio{{{geforce}}} 0.45" in lines
+    assert not any(line.startswith("gpulab_gpu_fan_speed_ratio{" + a100) for line in lines)
+    assert f"gpulab_gpu_energy_joules_total{{{geforce}}} 81234.57" in lines
+    assert f"gpulab_gpu_energy_joules_total{{{a100}}} 5023" in lines
 
 
 def test_a_hot_throttling_gpu_shows_in_its_own_series(nvml):
