@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost, report
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import FAIL_ON_CHOICES as FAIL_ON
 from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import PCIE_WIDTHS
 
-FAIL_ON = ("fail", "warn", "never")
 PREFIX = "validation_"
 OLD_PREFIX = "validate_"  # the prefix while the settings lived in playbooks/vars/validate.yml
 

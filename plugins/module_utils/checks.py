@@ -23,6 +23,11 @@ SEVERITY = {NOT_APPLICABLE: -1, PASS: 0, UNAVAILABLE: 1, WARN: 2, FAIL: 3}
 FAIL_ON_CHOICES = ("fail", "warn", "never")
 
 
+def fail_on_option() -> dict[str, Any]:
+    """The fail_on entry of every check module's argument spec (documented once, in doc_fragments/checks.py)."""
+    return {"type": "str", "choices": list(FAIL_ON_CHOICES), "default": "fail"}
+
+
 @dataclass(frozen=True)
 class Check:
     check: str

@@ -82,7 +82,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import versions as v
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, fail_on_option
 
 # The CUDA repository's toolkit is not on PATH for non-login shells.
 CUDA_NVCC = "/usr/local/cuda/bin/nvcc"
@@ -158,7 +158,7 @@ def main() -> None:
             components=dict(type="list", elements="str", choices=list(v.ALL_COMPONENTS), default=list(v.COMPONENTS)),
             python_env=dict(type="path", default="/opt/gpulab/train"),
             required=dict(type="dict", default={}),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         supports_check_mode=True,
     )

@@ -192,7 +192,12 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    exit_with_records,
+    fail_on_option,
+    failed,
+    unavailable,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
 
@@ -224,7 +229,7 @@ def main() -> None:
             min_busbw_gbs=dict(type="float"),
             link_speed_gbps=dict(type="float"),
             pass_ratio=dict(type="float", default=0.9, no_log=False),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         supports_check_mode=True,
     )

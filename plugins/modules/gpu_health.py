@@ -133,7 +133,12 @@ xids:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    exit_with_records,
+    fail_on_option,
+    failed,
+    unavailable,
+)
 
 # The options that are smi.Limits fields: what the GPUs are held to.
 LIMITS = list(smi.Limits.__dataclass_fields__)
@@ -225,7 +230,7 @@ def main() -> None:
             check_nvlink=dict(type="bool", default=True),
             xid_window_hours=dict(type="int", default=24),
             xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         supports_check_mode=True,
     )

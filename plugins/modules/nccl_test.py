@@ -159,7 +159,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    exit_with_records,
+    fail_on_option,
+    failed,
+    unavailable,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.nccl_tests import (
     NcclParseError,
     build_command,
@@ -199,7 +204,7 @@ def main() -> None:
             rdma_expected=dict(type="bool", default=False),
             expected_installed=dict(type="bool", default=False),
             timeout=dict(type="int", default=900),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         mutually_exclusive=[("output", "output_path"), ("expected_busbw", "link_speed_gbps")],
         supports_check_mode=True,

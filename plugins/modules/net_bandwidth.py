@@ -111,7 +111,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import net_tests as nt
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    exit_with_records,
+    fail_on_option,
+    unavailable,
+)
 
 SYS_NET = "/sys/class/net"
 
@@ -192,7 +196,7 @@ def main() -> None:
             streams=dict(type="int", default=4),
             duration=dict(type="int", default=5),
             port=dict(type="int", default=5201),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         mutually_exclusive=[("min_gbps", "min_ratio")],
         supports_check_mode=True,

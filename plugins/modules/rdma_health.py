@@ -101,7 +101,12 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import plan, rdma
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    exit_with_records,
+    fail_on_option,
+    failed,
+    unavailable,
+)
 
 SYS_INFINIBAND = "/sys/class/infiniband"
 
@@ -203,7 +208,7 @@ def main() -> None:
             check_qos=dict(type="bool", default=True),
             pfc_priority=dict(type="int", default=plan.ROCE_PFC_PRIORITY),
             roce_dscp=dict(type="int", default=plan.ROCE_DSCP),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         supports_check_mode=True,
     )

@@ -106,7 +106,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
 from ansible_collections.gpulab.cluster.plugins.module_utils import training as tr
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    exit_with_records,
+    fail_on_option,
+    failed,
+    unavailable,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
 
 
@@ -163,7 +168,7 @@ def main() -> None:
             gpus_per_node=dict(type="int", default=0),
             max_epochs=dict(type="int", default=30),
             timeout=dict(type="int", default=900),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
         ),
         supports_check_mode=True,
     )

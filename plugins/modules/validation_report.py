@@ -119,7 +119,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import report as rp
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_statuses
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_statuses, fail_on_option
 
 
 def _new_dir(dest: str, now: datetime.datetime) -> str:
@@ -141,7 +141,7 @@ def main() -> None:
             title=dict(type="str", default="gpulab cluster report"),
             efficiency_healthy=dict(type="float", default=0.9),
             efficiency_acceptable=dict(type="float", default=0.7),
-            fail_on=dict(type="str", choices=["fail", "warn", "never"], default="fail"),
+            fail_on=fail_on_option(),
             cost=dict(
                 type="dict",
                 options=dict(
