@@ -70,6 +70,12 @@ def slurm_problems(
     return problems
 
 
+def slurm_controller_host(slurm_controller: str | None, groups: Mapping[str, list[str]]) -> str:
+    """The host slurmctld runs on: slurm_controller when set, else the first management node ('' with neither).
+    The slurm role installs it there; the upgrade and validation roles drain and resume through it."""
+    return slurm_controller or (list(groups.get("management") or []) + [""])[0]
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"slurm_problems": slurm_problems}
+        return {"slurm_problems": slurm_problems, "slurm_controller_host": slurm_controller_host}

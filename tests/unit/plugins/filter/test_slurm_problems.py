@@ -1,4 +1,4 @@
-from ansible_collections.gpulab.cluster.plugins.filter.slurm import slurm_problems
+from ansible_collections.gpulab.cluster.plugins.filter.slurm import slurm_controller_host, slurm_problems
 
 GROUPS = {"all": ["mgmt1", "gpu1", "gpu2"], "management": ["mgmt1"], "compute": ["gpu1", "gpu2"]}
 NODE = {"gpulab_cpus": 16, "gpulab_memory_mb": 64000, "gpulab_gpu_count": 2}
@@ -33,3 +33,11 @@ def test_short_munge_key_and_empty_compute():
         "the compute group is empty: Slurm needs at least one compute node",
         "slurm_munge_key is shorter than 32 characters; munged refuses it",
     ]
+
+
+def test_the_controller_is_the_one_named_else_the_first_management_node():
+    groups = {"management": ["mgmt1", "mgmt2"], "compute": ["gpu1"]}
+    assert slurm_controller_host("", groups) == "mgmt1"
+    assert slurm_controller_host(None, groups) == "mgmt1"
+    assert slurm_controller_host("mgmt2", groups) == "mgmt2"
+    assert slurm_controller_host("", {"compute": ["gpu1"]}) == ""  # no Slurm without a management node
