@@ -1,5 +1,5 @@
-"""Filters of the upgrade role: its settings and tags checked before any node is drained, and the
-pins the rolled roles declare (their tasks/pins.yml)."""
+"""Filters of the upgrade role: its settings and tags checked before any node is drained, the
+pins the rolled roles declare (their tasks/pins.yml), and what Ceph says about stopping a node's daemons."""
 
 from __future__ import annotations
 
@@ -56,6 +56,34 @@ def upgrade_pins(
     ]
 
 
+# The daemons a storage node's reboot stops, each of which Ceph can be asked about (`ceph <kind> ok-to-stop`).
+CEPH_STOPPABLE = ("osd", "mon", "mds")
+
+
+def ceph_daemons_on(node_ls: Mapping[str, Any], host: str) -> dict[str, list[str]]:
+    """`ceph node ls --format json` -> the daemons on host, by kind ({'osd': ['0', '1'], 'mon': ['st1']});
+    kinds with none left out."""
+    found = {kind: [str(name) for name in (node_ls.get(kind) or {}).get(host, [])] for kind in CEPH_STOPPABLE}
+    return {kind: names for kind, names in found.items() if names}
+
+
+def ceph_refusals(results: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The looped `ceph <kind> ok-to-stop <names>` results -> one line per kind Ceph refused to lose:
+    "osd 0 1: <what ceph said>"."""
+    refusals = []
+    for result in results:
+        if result.get("rc") == 0:
+            continue
+        said = (result.get("stderr") or result.get("stdout") or result.get("msg") or "no answer").strip()
+        refusals.append(f"{result['cmd'][1]} {' '.join(result['cmd'][3:])}: {said.removeprefix('Error EBUSY: ')}")
+    return refusals
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"upgrade_problems": upgrade_problems, "upgrade_pins": upgrade_pins}
+        return {
+            "upgrade_problems": upgrade_problems,
+            "upgrade_pins": upgrade_pins,
+            "ceph_daemons_on": ceph_daemons_on,
+            "ceph_refusals": ceph_refusals,
+        }

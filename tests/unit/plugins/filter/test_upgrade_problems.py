@@ -1,4 +1,9 @@
-from ansible_collections.gpulab.cluster.plugins.filter.upgrade import upgrade_pins, upgrade_problems
+from ansible_collections.gpulab.cluster.plugins.filter.upgrade import (
+    ceph_daemons_on,
+    ceph_refusals,
+    upgrade_pins,
+    upgrade_problems,
+)
 
 GOOD = {
     "upgrade_batch_size": 1,
@@ -64,3 +69,32 @@ def test_upgrade_pins_keep_the_package_name_of_a_name_version_pair():
     ]
     (wheel,) = upgrade_pins(["nvidia-nccl-cu12"], "nccl", r"^2\.21\.5$", "nccl_version 2.21.5", "/opt/gpulab/nccl")
     assert wheel["venv"] == "/opt/gpulab/nccl" and wheel["package"] == "nvidia-nccl-cu12"
+
+
+# `ceph node ls --format json` on a storage node that runs every kind of daemon (Ceph 16, Debian 12).
+NODE_LS = {
+    "mon": {"st1": ["st1"], "st2": ["st2"]},
+    "osd": {"st1": [0, 1, 2], "st2": [3]},
+    "mds": {"st1": ["st1"]},
+    "mgr": {"st1": ["st1"]},
+}
+
+
+def test_the_daemons_of_one_node_by_kind_mgr_left_out():
+    assert ceph_daemons_on(NODE_LS, "st1") == {"osd": ["0", "1", "2"], "mon": ["st1"], "mds": ["st1"]}
+    assert ceph_daemons_on(NODE_LS, "st2") == {"osd": ["3"], "mon": ["st2"]}
+    assert ceph_daemons_on({"mon": {}, "osd": {}}, "gpu1") == {}
+
+
+def test_each_refusal_names_the_kind_the_daemons_and_what_ceph_said():
+    results = [
+        {"cmd": ["ceph", "osd", "ok-to-stop", "0", "1", "2"], "rc": 16, "stdout": "",
+         "stderr": "Error EBUSY: unsafe to stop osd(s) at this time (33 PGs are or would become offline)"},
+        {"cmd": ["ceph", "mon", "ok-to-stop", "st1"], "rc": 0, "stdout": "quorum should be preserved", "stderr": ""},
+        {"cmd": ["ceph", "mds", "ok-to-stop", "st1"], "rc": 2, "stdout": "", "stderr": "", "msg": "no such file"},
+    ]  # fmt: skip
+    assert ceph_refusals(results) == [
+        "osd 0 1 2: unsafe to stop osd(s) at this time (33 PGs are or would become offline)",
+        "mds st1: no such file",
+    ]
+    assert ceph_refusals(results[1:2]) == []
