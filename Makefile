@@ -53,7 +53,7 @@ lab-destroy: setup
 # read back and looked at in headless Chromium.
 test-lab: setup image
 	scripts/lab.sh --fresh
-	pytest tests/lab
+	pytest tests/lab --durations=15
 	ansible-playbook playbooks/lab-destroy.yml >/dev/null
 
 test:
@@ -67,7 +67,7 @@ lint: setup
 	scripts/sanity.sh
 
 test-unit: setup
-	pytest tests/unit tests/playbooks
+	pytest tests/unit tests/playbooks --durations=10
 
 molecule: setup image
 	$(WITH_CACHE) molecule test -s $(S)

@@ -219,6 +219,24 @@ def link_mismatches(ip_links: list[dict[str, Any]], links: list[dict[str, Any]])
     return problems
 
 
+def networkd_files(links: list[dict[str, Any]], directory: str) -> list[dict[str, Any]]:
+    """The systemd-networkd files of a node's links, as gpulab.cluster.files entries: a .network file per
+    link, a .netdev file per VLAN and bond (networkd creates those), each template seeing its link."""
+    files = [("network", "link.network.j2", link) for link in links]
+    files += [("netdev", "link.netdev.j2", link) for link in links if link["kind"] in ("vlan", "bond")]
+    return [
+        {
+            "path": f"{directory}/05-gpulab-{link['name']}.{suffix}",
+            "template": template,
+            "vars": {"__network_link": link},
+            "owner": "root",
+            "group": "root",
+            "mode": "0644",
+        }
+        for suffix, template, link in files
+    ]
+
+
 def _int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
@@ -369,6 +387,7 @@ class FilterModule:
             "link_mismatches": link_mismatches,
             "node_address": node_address,
             "node_addresses": node_addresses,
+            "networkd_files": networkd_files,
             "plan_problems": plan_problems,
         }
         return {name: _with_netaddr(func) for name, func in plain.items()}

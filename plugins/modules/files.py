@@ -17,6 +17,8 @@ description:
     is reported as one that would be written (a package that is not installed yet would create it).
   - Contents are module arguments, so a task that writes a secret must be C(no_log), as a C(copy) of
     it would be.
+  - With I(prune), files a role wrote earlier and no longer wants (a link gone from the plan) are removed
+    in the same run.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -77,15 +79,30 @@ options:
       group:
         description: Group of the file; the connecting user's when not given.
         type: str
+  prune:
+    description: Directories to clear of the role's stale files, after writing I(files).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path of the directory (not searched recursively; a missing one has nothing to remove).
+        type: path
+        required: true
+      patterns:
+        description: Shell patterns of file names; a regular file that matches one and is not in I(files) is removed.
+        type: list
+        elements: str
+        required: true
 attributes:
   check_mode:
     description: Can run in check mode, reporting what a real run would do without doing it.
     support: full
-    details: Reports the files it would write or whose attributes it would set.
+    details: Reports the files it would write, remove or whose attributes it would set.
   diff_mode:
     description: Returns a diff of what it changed, in diff mode.
     support: full
-    details: One diff per written file.
+    details: One diff per written or removed file.
 """
 
 EXAMPLES = r"""
@@ -97,18 +114,25 @@ EXAMPLES = r"""
       - {path: /usr/local/sbin/gpulab-node-check, src: gpulab-node-check, mode: "0755"}
   register: slurm_config
   notify: Restart slurmd
+
+- name: Write a .network file per link, and remove those of links no longer planned
+  gpulab.cluster.files:
+    files: "{{ links | map('combine', {'mode': '0644'}) }}"
+    prune:
+      - {path: /etc/systemd/network, patterns: ["05-gpulab-*.network"]}
 """
 
 RETURN = r"""
 changed_paths:
-  description: The directories and files created, written or whose attributes were set (or would be, in
-    check mode), in the order given.
+  description: The directories and files created, written or whose attributes were set, then the files
+    removed (or that would be, in check mode), in the order given.
   returned: always
   type: list
   elements: str
   sample: [/etc/slurm/slurm.conf]
 """
 
+import fnmatch
 import os
 import tempfile
 
@@ -177,6 +201,31 @@ def one_file(module: AnsibleModule, entry: dict, diffs: list[dict]) -> bool:
     return module.set_fs_attributes_if_different(file_args, changed) or changed
 
 
+def stale(directory: dict, wanted: set[str]) -> list[str]:
+    """The regular files in one prune directory that match its patterns and are not wanted, sorted."""
+    try:
+        names = sorted(os.listdir(directory["path"]))
+    except FileNotFoundError:
+        return []
+    return [
+        path
+        for path in (os.path.normpath(os.path.join(directory["path"], name)) for name in names)
+        if any(fnmatch.fnmatch(os.path.basename(path), pattern) for pattern in directory["patterns"])
+        and path not in wanted
+        and os.path.isfile(path)
+        and not os.path.islink(path)
+    ]
+
+
+def remove(module: AnsibleModule, path: str, diffs: list[dict]) -> None:
+    before = read(path) or b""
+    diffs.append(
+        {"before_header": path, "after_header": "(removed)", "before": before.decode(errors="replace"), "after": ""}
+    )
+    if not module.check_mode:
+        os.unlink(path)
+
+
 def main() -> None:
     attributes = dict(
         path=dict(type="path", required=True),
@@ -200,11 +249,21 @@ def main() -> None:
                     validate=dict(type="str"),
                 ),
             ),
+            prune=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    path=dict(type="path", required=True), patterns=dict(type="list", elements="str", required=True)
+                ),
+            ),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    relative = [entry["path"] for entry in p["directories"] + p["files"] if not os.path.isabs(entry["path"])]
+    relative = [
+        entry["path"] for entry in p["directories"] + p["files"] + p["prune"] if not os.path.isabs(entry["path"])
+    ]
     if relative:
         module.fail_json(msg=f"files: paths must be absolute, got {', '.join(relative)}")
     missing = [entry["path"] for entry in p["files"] if entry["content"] is None]
@@ -213,6 +272,10 @@ def main() -> None:
     diffs: list[dict] = []
     changed_paths = [entry["path"] for entry in p["directories"] if one_directory(module, entry)]
     changed_paths += [entry["path"] for entry in p["files"] if one_file(module, entry, diffs)]
+    wanted = {os.path.normpath(entry["path"]) for entry in p["files"]}
+    for path in [path for directory in p["prune"] for path in stale(directory, wanted)]:
+        remove(module, path, diffs)
+        changed_paths.append(path)
     module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, diff=diffs)
 
 

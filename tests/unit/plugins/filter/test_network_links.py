@@ -13,6 +13,7 @@ from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
     host_links,
     interface_problems,
     link_mismatches,
+    networkd_files,
 )
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -40,6 +41,19 @@ def test_roce_plan_two_vlans_on_the_fabric_nic():
             "mtu": 9000,
         },
     ]
+
+
+def test_networkd_files_a_network_file_per_link_and_a_netdev_file_per_vlan():
+    links = host_links(EXAMPLE, 3)
+    entries = networkd_files(links, "/etc/systemd/network")
+    assert [(e["path"], e["template"], e["vars"]["__network_link"]["name"]) for e in entries] == [
+        ("/etc/systemd/network/05-gpulab-enp65s0f0np0.network", "link.network.j2", "enp65s0f0np0"),
+        ("/etc/systemd/network/05-gpulab-enp65s0f0np0.20.network", "link.network.j2", "enp65s0f0np0.20"),
+        ("/etc/systemd/network/05-gpulab-enp65s0f0np0.30.network", "link.network.j2", "enp65s0f0np0.30"),
+        ("/etc/systemd/network/05-gpulab-enp65s0f0np0.20.netdev", "link.netdev.j2", "enp65s0f0np0.20"),
+        ("/etc/systemd/network/05-gpulab-enp65s0f0np0.30.netdev", "link.netdev.j2", "enp65s0f0np0.30"),
+    ]
+    assert {(e["owner"], e["group"], e["mode"]) for e in entries} == {("root", "root", "0644")}
 
 
 def test_infiniband_plan_addresses_on_ipoib_and_a_host_override():

@@ -95,3 +95,31 @@ def test_validate_runs_on_the_new_content_and_a_failure_keeps_the_old_file(run_m
     assert a.read_text() == "good\n" and [p.name for p in tmp_path.iterdir()] == ["a.conf"]
     result, failed = run_module(files.main, {"files": [dict(entry(a, "good, again\n"), validate=check)]})
     assert not failed and a.read_text() == "good, again\n"
+
+
+def test_prune_removes_only_stale_files_that_match(run_module, tmp_path):
+    keep, stale, other = (
+        tmp_path / "05-gpulab-eth1.network",
+        tmp_path / "05-gpulab-old.network",
+        tmp_path / "10-x.network",
+    )
+    for path in (keep, stale, other):
+        path.write_text(f"{path.name}\n")
+    (tmp_path / "05-gpulab-dir.network").mkdir()  # only regular files are removed
+    args = {
+        "files": [entry(keep, f"{keep.name}\n")],
+        "prune": [
+            {"path": str(tmp_path) + "/", "patterns": ["05-gpulab-*.network"]},
+            {"path": str(tmp_path / "no"), "patterns": ["*"]},
+        ],
+    }
+    result, failed = run_module(files.main, args, check_mode=True)
+    assert not failed and result["changed_paths"] == [str(stale)] and stale.exists()
+    assert result["diff"] == [
+        {"before_header": str(stale), "after_header": "(removed)", "before": "05-gpulab-old.network\n", "after": ""}
+    ]
+    result, failed = run_module(files.main, args)
+    assert not failed and result["changed_paths"] == [str(stale)]
+    assert not stale.exists() and keep.exists() and other.exists() and (tmp_path / "05-gpulab-dir.network").is_dir()
+    result, failed = run_module(files.main, args)
+    assert not failed and not result["changed"] and result["diff"] == []
