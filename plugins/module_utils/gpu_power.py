@@ -11,16 +11,20 @@ from typing import Any
 TOLERANCE_W = 0.5
 
 
-def plan(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -> tuple[list[dict], list[str]]:
-    """The limits to set, [{index, from, to}], and the problems that forbid setting any.
+def _order(key: Any) -> int:
+    """`all` first, then indexes, then UUIDs: the more exact entry is applied last and wins."""
+    return 0 if str(key) == "all" else 1 if str(key).isdigit() else 2
 
-    wanted: watts by GPU index, or `all` for every GPU of the node (an index wins over `all`).
-    A GPU outside its allowed range, one that reports no settable limit, an index the node does
-    not have and a value that is not a number are problems, named with `variable`."""
+
+def resolve(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -> tuple[dict, list[str]]:
+    """Each GPU's wanted limit, {index: (entry name, watts)}, and the entries that name no GPU or no number.
+
+    wanted: watts by GPU index (as nvidia-smi numbers them now), by UUID (GPU-...), or `all` for every GPU
+    of the node; a UUID wins over an index, an index over `all`."""
     by_index = {gpu["index"]: gpu for gpu in gpus}
+    by_uuid = {gpu.get("uuid"): gpu["index"] for gpu in gpus if gpu.get("uuid")}
     problems, targets = [], {}
-    # `all` first, so that a GPU's own entry replaces it.
-    for key, value in sorted(wanted.items(), key=lambda item: str(item[0]) != "all"):
+    for key, value in sorted(wanted.items(), key=lambda item: _order(item[0])):
         name = f"{variable}[{key}]"
         try:
             watts = float(value)
@@ -31,9 +35,21 @@ def plan(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -
             targets.update(dict.fromkeys(by_index, (name, watts)))
         elif str(key).isdigit() and int(key) in by_index:
             targets[int(key)] = (name, watts)
+        elif str(key) in by_uuid:
+            targets[by_uuid[str(key)]] = (name, watts)
         else:
-            have = ", ".join(map(str, sorted(by_index))) or "none"
+            have = ", ".join(f"{i} ({by_index[i].get('uuid') or 'no UUID'})" for i in sorted(by_index)) or "none"
             problems.append(f"{name}: this node has no GPU {key} (its GPUs: {have})")
+    return targets, problems
+
+
+def plan(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -> tuple[list[dict], list[str]]:
+    """The limits to set, [{index, uuid, from, to}], and the problems that forbid setting any.
+
+    A GPU outside its allowed range, one that reports no settable limit, a GPU the node does not
+    have and a value that is not a number are problems, named with `variable`."""
+    by_index = {gpu["index"]: gpu for gpu in gpus}
+    targets, problems = resolve(gpus, wanted, variable)
     changes = []
     for index, (name, watts) in sorted(targets.items()):
         gpu = by_index[index]
@@ -43,5 +59,16 @@ def plan(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -
         elif not low <= watts <= high:
             problems.append(f"{name}: {watts:g} W is outside what GPU {index} allows ({low:g} to {high:g} W)")
         elif gpu.get("limit") is None or abs(gpu["limit"] - watts) > TOLERANCE_W:
-            changes.append({"index": index, "from": gpu.get("limit"), "to": watts})
+            changes.append({"index": index, "uuid": gpu.get("uuid"), "from": gpu.get("limit"), "to": watts})
     return changes, problems
+
+
+def per_gpu(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any], variable: str) -> list[dict[str, Any]]:
+    """Every GPU's wanted limit by its UUID, [{index, uuid, watts}]: what the boot unit sets, whatever
+    order the driver numbers the GPUs in at the next boot."""
+    by_index = {gpu["index"]: gpu for gpu in gpus}
+    targets, _problems = resolve(gpus, wanted, variable)
+    return [
+        {"index": index, "uuid": by_index[index].get("uuid"), "watts": watts}
+        for index, (_name, watts) in sorted(targets.items())
+    ]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import gpu_power
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     Check,
     at_most,
@@ -165,8 +167,8 @@ def query_fields(old_names: bool = False) -> str:
 
 # --query-gpu fields for power limits (gpu_power_limit), in order: the enforced limit and the range
 # the GPU allows.
-POWER_FIELDS = ("index", "power.limit", "power.min_limit", "power.max_limit", "power.default_limit")
-_POWER_KEYS = ("index", "limit", "min", "max", "default")
+POWER_FIELDS = ("index", "uuid", "power.limit", "power.min_limit", "power.max_limit", "power.default_limit")
+_POWER_KEYS = ("index", "uuid", "limit", "min", "max", "default")
 
 
 def _watts(raw: str) -> float | None:
@@ -180,14 +182,15 @@ def _watts(raw: str) -> float | None:
 
 
 def parse_power_csv(text: str) -> list[dict[str, Any]]:
-    """`nvidia-smi --query-gpu=<POWER_FIELDS> --format=csv,noheader,nounits` -> [{index, limit, min, max, default}]."""
+    """`nvidia-smi --query-gpu=<POWER_FIELDS> --format=csv,noheader,nounits`
+    -> [{index, uuid, limit, min, max, default}]."""
     gpus = []
     for line in text.strip().splitlines():
         cells = _split_csv(line)
         if len(cells) != len(_POWER_KEYS) or not cells[0].isdigit():
             raise GpuParseError(f"expected {len(_POWER_KEYS)} fields starting with the GPU index: {line[:120]!r}")
-        watts = {key: _watts(cell) for key, cell in zip(_POWER_KEYS[1:], cells[1:], strict=True)}
-        gpus.append({"index": int(cells[0]), **watts})
+        watts = {key: _watts(cell) for key, cell in zip(_POWER_KEYS[2:], cells[2:], strict=True)}
+        gpus.append({"index": int(cells[0]), "uuid": cells[1], **watts})
     return gpus
 
 
@@ -368,6 +371,10 @@ def merge_remapped_rows(gpus: list[dict[str, Any]], remap: dict[str, dict[str, A
             gpu.update(values)
 
 
+# The inventory variable the power limits come from, named in the power limit checks.
+POWER_LIMITS_VARIABLE = "nvidia_driver_power_limits"
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one node's GPUs are held to: the inventory's declarations and the thresholds."""
@@ -383,6 +390,8 @@ class Limits:
     # The PCIe width the slot gives (x8 on a two-GPU consumer board); None holds each GPU to its own maximum.
     pcie_width: int | None = None
     require_persistence: bool = True
+    # nvidia_driver_power_limits as the inventory has it (watts by index, UUID or `all`); empty checks none.
+    power_limits: Mapping[Any, Any] = field(default_factory=dict)
 
 
 def evaluate(
@@ -421,6 +430,7 @@ def evaluate(
             )
     for gpu in gpus:
         checks += [record for check in GPU_CHECKS for record in check(gpu, f"gpu{gpu.get('index')}", limits)]
+    checks += _power_limit_checks(gpus, limits.power_limits)
     if nvlink is not None:
         checks += _nvlink_checks(nvlink)
     if xids is not None:
@@ -649,6 +659,38 @@ def _power(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
             code="GPU_POWER",
         )
     ]
+
+
+def _power_limit_checks(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any]) -> list[Check]:
+    """Each GPU's enforced power limit against the one the inventory asks: a GPU left at its default
+    (the boot unit failed, a GPU was swapped) draws more than its circuit and UPS were sized for."""
+    if not wanted:
+        return []
+    targets, problems = gpu_power.resolve(gpus, wanted, POWER_LIMITS_VARIABLE)
+    checks = [failed("power_limits", problem, code="GPU_POWER_LIMIT") for problem in problems]
+    by_index = {gpu["index"]: gpu for gpu in gpus}
+    for index, (name, watts) in sorted(targets.items()):
+        gpu, g = by_index[index], f"gpu{index}"
+        limit = gpu.get("power_limit")
+        if limit is None:
+            checks.append(_missing(gpu, g, "power_limit", "the enforced power limit"))
+        elif abs(limit - watts) <= gpu_power.TOLERANCE_W:
+            checks.append(
+                passed(f"{g}.power_limit", f"{limit:g} W as {name} asks", value=limit, threshold=watts, unit="W")
+            )
+        else:
+            checks.append(
+                failed(
+                    f"{g}.power_limit",
+                    f"{limit:g} W where {name} asks {watts:g} W: gpulab-gpu-power.service did not set it at boot,"
+                    " or something reset it; run the nvidia_driver role (tasks_from: power)",
+                    value=limit,
+                    threshold=watts,
+                    unit="W",
+                    code="GPU_POWER_LIMIT",
+                )
+            )
+    return checks
 
 
 # Each GPU's checks, in the report's order.

@@ -64,6 +64,13 @@ options:
     description: Also require the maximum PCIe generation. Only meaningful under load, as idle GPUs drop to gen 1.
     type: bool
     default: false
+  power_limits:
+    description:
+      - The power limits the node's GPUs must be held at, as C(nvidia_driver_power_limits) gives them (watts by
+        GPU index, by UUID or C(all)). A GPU at another limit fails (its boot unit did not run, or the GPU was
+        swapped), and so does an entry that names a GPU the node does not have. Empty checks none.
+    type: dict
+    default: {}
   require_persistence:
     description: Warn when persistence mode is disabled.
     type: bool
@@ -227,6 +234,7 @@ def main() -> None:
             check_pcie_gen=dict(type="bool", default=False),
             pcie_width=dict(type="int"),
             require_persistence=dict(type="bool", default=True),
+            power_limits=dict(type="dict", default={}),
             check_nvlink=dict(type="bool", default=True),
             xid_window_hours=dict(type="int", default=24),
             xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),

@@ -8,9 +8,11 @@ DOCUMENTATION = r"""
 module: gpu_power_limit
 short_description: Set NVIDIA GPUs' power limits with nvidia-smi, refusing values the GPU does not allow
 description:
-  - Reads every GPU's enforced power limit and allowed range with
-    C(nvidia-smi --query-gpu=index,power.limit,power.min_limit,power.max_limit,power.default_limit).
-  - Sets C(nvidia-smi -i INDEX -pl WATTS) on each GPU whose limit differs from I(limits) by more than 0.5 W.
+  - Reads every GPU's UUID, enforced power limit and allowed range with
+    C(nvidia-smi --query-gpu=index,uuid,power.limit,power.min_limit,power.max_limit,power.default_limit).
+  - Sets C(nvidia-smi -i UUID -pl WATTS) on each GPU whose limit differs from I(limits) by more than 0.5 W.
+  - Returns each GPU's limit by UUID (I(limits) in the result), for a boot unit that must find the same GPU
+    whatever order the driver numbers them in at the next boot.
   - Nothing is set when any entry is refused (outside the GPU's range, a GPU the node does not have, a
     GPU that reports no range); the run fails naming I(variable) and each entry.
   - The limit lasts until the driver is unloaded or the node reboots; the role that calls this module
@@ -19,7 +21,10 @@ version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
   limits:
-    description: Watts by GPU index (C(0), C(1), ...) or C(all) for every GPU; a GPU's own entry wins over C(all).
+    description:
+      - Watts by GPU index as nvidia-smi numbers the GPUs now (C(0), C(1), ...), by UUID (C(GPU-...)), or C(all)
+        for every GPU.
+      - A UUID entry wins over an index entry, an index entry over C(all).
     type: dict
     required: true
   variable:
@@ -41,6 +46,11 @@ EXAMPLES = r"""
 - name: Hold every GPU at 300 W, GPU 1 at 250 W
   gpulab.cluster.gpu_power_limit:
     limits: {all: 300, 1: 250}
+  register: power
+
+- name: Hold one GPU, whatever its index, at 200 W
+  gpulab.cluster.gpu_power_limit:
+    limits: {GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60: 200}
 """
 
 RETURN = r"""
@@ -49,13 +59,20 @@ gpus:
   returned: always
   type: list
   elements: dict
-  sample: [{index: 0, limit: 700.0, min: 200.0, max: 700.0, default: 700.0}]
+  sample:
+    - {index: 0, uuid: GPU-ded94e46-7efe-4fdb-05a6-107ba87d51ba, limit: 700.0, min: 200.0, max: 700.0, default: 700.0}
 changes:
   description: The limits set (or that would be, in check mode).
   returned: always
   type: list
   elements: dict
-  sample: [{index: 0, from: 700.0, to: 300.0}]
+  sample: [{index: 0, uuid: GPU-ded94e46-7efe-4fdb-05a6-107ba87d51ba, from: 700.0, to: 300.0}]
+limits:
+  description: Every GPU's limit from I(limits), by UUID (what a boot unit sets), in index order.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{index: 0, uuid: GPU-ded94e46-7efe-4fdb-05a6-107ba87d51ba, watts: 300.0}]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -84,21 +101,26 @@ def main() -> None:
     except nvidia_smi.GpuParseError as exc:
         module.fail_json(msg=f"{variable}: {exc}")
     changes, problems = gpu_power.plan(gpus, module.params["limits"], variable)
+    problems += [
+        f"{variable}: GPU {gpu['index']} reports no UUID to set its limit by" for gpu in gpus if not gpu["uuid"]
+    ]
     if problems:
         module.fail_json(msg="; ".join(problems), gpus=gpus)
     if not module.check_mode:
         for change in changes:
-            rc, out, err = module.run_command([smi, "-i", str(change["index"]), "-pl", f"{change['to']:g}"])
+            command = ["-i", change["uuid"], "-pl", f"{change['to']:g}"]
+            rc, out, err = module.run_command([smi, *command])
             if rc != 0:
                 module.fail_json(
-                    msg=f"nvidia-smi -i {change['index']} -pl {change['to']:g} failed: {(err or out).strip()[:300]}",
+                    msg=f"nvidia-smi {' '.join(command)} (GPU {change['index']}) failed: {(err or out).strip()[:300]}",
                     gpus=gpus,
                 )
     diff = {
         "before": "".join(f"GPU {c['index']}: {c['from']} W\n" for c in changes),
         "after": "".join(f"GPU {c['index']}: {c['to']:g} W\n" for c in changes),
     }
-    module.exit_json(changed=bool(changes), gpus=gpus, changes=changes, diff=diff)
+    limits = gpu_power.per_gpu(gpus, module.params["limits"], variable)
+    module.exit_json(changed=bool(changes), gpus=gpus, changes=changes, limits=limits, diff=diff)
 
 
 if __name__ == "__main__":

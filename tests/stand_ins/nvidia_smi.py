@@ -1,9 +1,9 @@
 """A stand-in for `nvidia-smi`: the power-limit calls gpulab makes, answered from (and written to) the
 pynvml stand-in's JSON file, so that the GPU collector then reports what was set.
 
-    python3 nvidia_smi.py --query-gpu=index,power.limit,power.min_limit,power.max_limit,power.default_limit \
+    python3 nvidia_smi.py --query-gpu=index,uuid,power.limit,power.min_limit,power.max_limit,power.default_limit \
         --format=csv,noheader,nounits
-    python3 nvidia_smi.py [-i INDEX] -pl WATTS
+    python3 nvidia_smi.py [-i INDEX|UUID] -pl WATTS
 
 GPULAB_NVML_STAND_IN names the file (tests/stand_ins/nvml-two-gpus.json is an example). A limit outside
 a GPU's "limit_range_mw" is refused with nvidia-smi's message and exit status, and nothing is written.
@@ -17,6 +17,7 @@ import sys
 
 FIELDS = {
     "index": lambda i, gpu: str(i),
+    "uuid": lambda i, gpu: gpu["uuid"],
     "power.limit": lambda i, gpu: f"{gpu['limit_mw'] / 1000:.2f}",
     "power.min_limit": lambda i, gpu: (
         f"{gpu['limit_range_mw'][0] / 1000:.2f}" if gpu.get("limit_range_mw") else "[N/A]"
@@ -43,7 +44,10 @@ def main(argv: list[str]) -> int:
         print(f"nvidia-smi stand-in: only --query-gpu and -pl, got {argv}", file=sys.stderr)
         return 2
     watts = float(args["-pl"])
-    targets = [int(args["-i"])] if "-i" in args else list(range(len(gpus)))
+    targets = [i for i, gpu in enumerate(gpus) if args.get("-i", str(i)) in (str(i), gpu["uuid"])]
+    if not targets:
+        print(f"No devices were found matching {args['-i']}", file=sys.stderr)
+        return 6
     for i in targets:
         low, high = (mw / 1000 for mw in gpus[i]["limit_range_mw"])
         if not low <= watts <= high:

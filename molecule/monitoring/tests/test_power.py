@@ -68,7 +68,12 @@ def test_limits_are_set_and_reach_prometheus(gpu1, ansible_playbook, prometheus)
     assert "+GPU 0: 350 W" in run.stdout and "+GPU 1: 200 W" in run.stdout
     assert limits_mw(gpu1) == [350000, 200000]
     unit = gpu1.file(UNIT).content_string
-    assert "ExecStart=/usr/bin/nvidia-smi -pl 200\nExecStart=/usr/bin/nvidia-smi -i 0 -pl 350\n" in unit
+    # By UUID, so a reboot that numbers the GPUs in another order still caps the right one.
+    assert (
+        "ExecStart=/usr/bin/nvidia-smi -i GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60 -pl 350\n"
+        "# GPU 1 when this was written\n"
+        "ExecStart=/usr/bin/nvidia-smi -i GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d -pl 200\n"
+    ) in unit
     assert gpu1.service("gpulab-gpu-power.service").is_enabled
     # The collector reads the new limits through NVML; Prometheus scrapes them.
     wanted = {"0": "350", "1": "200"}

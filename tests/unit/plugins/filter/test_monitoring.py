@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 from ansible_collections.gpulab.cluster.plugins.filter.monitoring import collector_files
 
 GPU = {
@@ -39,3 +42,32 @@ def test_each_collector_has_its_script_and_units_and_shared_code_is_written_once
     assert files[3]["template"] == "gpulab_gpu_metrics.py.j2" and "vars" not in files[3]
     assert files[8]["template"] == "gpulab-metrics.timer.j2" and files[8]["vars"] == {"collector": SLURM}
     assert collector_files([], "/l", "/c", "/s") == []
+
+
+ROOT = Path(__file__).resolve().parents[4]
+IMPORT = re.compile(
+    r"^from ansible_collections\.gpulab\.cluster\.plugins\.module_utils(?:\.(\w+))? import \(?([\w, ]*)", re.M
+)
+
+
+def imported(text):
+    """The module_utils files a Python text imports (either import form)."""
+    names = set()
+    for module, items in IMPORT.findall(text):
+        names |= {f"{module}.py"} if module else {f"{item.strip()}.py" for item in items.split(",")}
+    return names
+
+
+def test_each_collector_copies_every_module_util_it_imports():
+    # The role copies a hand-kept list of files next to each collector: one missing breaks it on the node only.
+    role_vars = (ROOT / "roles/monitoring/vars/main.yml").read_text()
+    listed = dict(re.findall(r"'name': '(\w+)'.*?'code': \[([^\]]*)\]", role_vars, re.S))
+    assert set(listed) == {"gpu", "slurm", "ups"}
+    for name, code in listed.items():
+        needed = imported((ROOT / f"roles/monitoring/templates/gpulab_{name}_metrics.py.j2").read_text())
+        todo = set(needed)
+        while todo:
+            more = imported((ROOT / "plugins/module_utils" / todo.pop()).read_text()) - needed
+            needed |= more
+            todo |= more
+        assert needed == set(re.findall(r"'([\w.]+\.py)'", code)), name

@@ -302,3 +302,27 @@ def test_a_declared_slot_width_is_what_the_link_is_held_to():
     # A slot wider than the card holds the card to its own maximum.
     wide = by_check(smi.evaluate([dict(x8, pcie_width_max=8)], source="nvml", limits=smi.Limits(pcie_width=16)))
     assert (wide["gpu0.pcie_width"].status, wide["gpu0.pcie_width"].threshold) == ("pass", 8)
+
+
+def test_power_limits_are_held_to_what_the_inventory_asks_by_index_or_uuid():
+    gpus = smi.parse_query_csv(read("query_rtx4090_550.csv"))  # both GPUs at their 450 W default
+    # GPU 1 by UUID: the index the driver gives it may change with a reboot.
+    wanted = {"all": 450, "GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d": 300}
+    checks = by_check(smi.evaluate(gpus, source="nvidia-smi", limits=smi.Limits(power_limits=wanted)))
+    ok, reset = checks["gpu0.power_limit"], checks["gpu1.power_limit"]
+    assert (ok.status, ok.value, ok.threshold, ok.message) == (
+        "pass",
+        450.0,
+        450.0,
+        "450 W as nvidia_driver_power_limits[all] asks",
+    )
+    assert (reset.status, reset.code, reset.value, reset.threshold) == ("fail", "GPU_POWER_LIMIT", 450.0, 300.0)
+    assert reset.message.startswith(
+        "450 W where nvidia_driver_power_limits[GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d] asks 300 W:"
+        " gpulab-gpu-power.service did not set it at boot"
+    )
+    # A GPU the inventory names and the node does not have fails; no limits declared checks nothing.
+    missing = by_check(smi.evaluate(gpus, source="nvidia-smi", limits=smi.Limits(power_limits={"2": 300})))
+    assert missing["power_limits"].status == "fail"
+    assert missing["power_limits"].message.startswith("nvidia_driver_power_limits[2]: this node has no GPU 2")
+    assert not [c for c in smi.evaluate(gpus, source="nvidia-smi") if "power_limit" in c.check]

@@ -24,10 +24,15 @@ def test_sets_each_gpu_that_differs(run_module, monkeypatch):
     calls = []
     result, failed = run_module(gpu_power_limit.main, {"limits": {"all": 300, "1": 450}}, run_command=nvidia_smi(calls))
     assert not failed and result["changed"]
-    assert calls[0] == ["--query-gpu=index,power.limit,power.min_limit,power.max_limit,power.default_limit",
+    assert calls[0] == ["--query-gpu=index,uuid,power.limit,power.min_limit,power.max_limit,power.default_limit",
                         "--format=csv,noheader,nounits"]  # fmt: skip
-    assert calls[1:] == [["-i", "0", "-pl", "300"]]
+    # By UUID: the index may name another GPU after the next boot.
+    assert calls[1:] == [["-i", "GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60", "-pl", "300"]]
     assert result["diff"] == {"before": "GPU 0: 450.0 W\n", "after": "GPU 0: 300 W\n"}
+    assert result["limits"] == [
+        {"index": 0, "uuid": "GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60", "watts": 300.0},
+        {"index": 1, "uuid": "GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d", "watts": 450.0},
+    ]
 
 
 def test_check_mode_sets_nothing(run_module, monkeypatch):
