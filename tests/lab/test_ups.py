@@ -3,10 +3,15 @@ drained in Slurm and an administrator's drain is left alone; power back resumes 
 shuts the other nodes down first and mgmt1, the UPS host, last. In containers the shutdown command
 leaves a marker (/run/gpulab-ups-shutdown); its time stamps give the order."""
 
+import json
 import re
+import shlex
+from pathlib import Path
 
 import pytest
 from helpers import on, query, wait_for
+
+STAND_INS = Path(__file__).resolve().parents[1] / "stand_ins"
 
 UPS_FILE = "/etc/nut/gpulab-ups.dev"
 MARKER = "/run/gpulab-ups-shutdown"
@@ -92,3 +97,48 @@ def test_low_battery_shuts_the_other_nodes_down_first_and_the_ups_host_last(lab_
     # Every upsmon has done its work and stopped, as it does before a real power-off.
     for node in NODES:
         assert wait_for(lambda node=node: on(node, "systemctl is-active nut-monitor || true") == "inactive", 30), node
+
+
+@pytest.fixture
+def gpu1_with_gpus():
+    """gpu1 with the nvidia-smi stand-in on its own JSON file: a GeForce at 450 W (150-600 allowed) and an
+    A100 at 250 W (150-250)."""
+    code = (STAND_INS / "nvidia_smi.py").read_text()
+    state = (STAND_INS / "nvml-two-gpus.json").read_text()
+    wrapper = '#!/bin/sh\nGPULAB_NVML_STAND_IN=/root/ups-gpus.json exec python3 /root/nvidia_smi.py "$@"\n'
+    on(
+        "gpu1",
+        f"printf %s {shlex.quote(code)} > /root/nvidia_smi.py && printf %s {shlex.quote(state)} > /root/ups-gpus.json"
+        f" && printf %s {shlex.quote(wrapper)} > /usr/local/bin/nvidia-smi && chmod 755 /usr/local/bin/nvidia-smi",
+    )
+    yield lambda: [gpu["limit_mw"] for gpu in json.loads(on("gpu1", "cat /root/ups-gpus.json"))["gpus"]]
+    on("gpu1", "rm -f /usr/local/bin/nvidia-smi /root/nvidia_smi.py /root/ups-gpus.json /run/gpulab-ups-gpu-limits")
+
+
+def test_on_battery_jobs_get_the_signal_and_gpus_are_capped_until_power_is_back(lab_ups, gpu1_with_gpus):
+    limits = gpu1_with_gpus
+    assert limits() == [450000, 250000]
+    marker = "/tmp/gpulab-ups-signal"
+    on("gpu1", f"rm -f {marker}")
+    # A job that checkpoints on USR1 (here: leaves a marker); sleep is a child the signal reaches too.
+    job = on(
+        "mgmt1",
+        f"sbatch --parsable -w gpu1 -o /dev/null --wrap 'trap \"touch {marker}\" USR1; while :; do sleep 1; done'",
+    )
+    try:
+        assert wait_for(lambda: on("mgmt1", f"squeue -h -j {job} -o %T") == "RUNNING", 60)
+        simulate("OB DISCHRG", 80)
+        # ups_gpu_power_limit 200 W: the GeForce comes down to it, and so does the A100 (250 W before).
+        assert wait_for(lambda: limits() == [200000, 200000], 60), limits()
+        assert wait_for(lambda: on("gpu1", f"test -e {marker} && echo signalled || true") == "signalled", 60)
+        assert on("mgmt1", f"squeue -h -j {job} -o %T") == "RUNNING"  # signalled, not ended
+        simulate("OL", 100)
+        assert wait_for(lambda: limits() == [450000, 250000], 60), limits()
+    finally:
+        on("mgmt1", f"scancel {job}")
+    journal = on("gpu1", "journalctl -t gpulab-ups -o cat --no-pager")
+    assert "on battery: GPU-5f3b1a9e-2c44-8d1e-7f0a-1b2c3d4e5f60 held at 200 W (was 450.00 W)" in journal
+    assert "power back: GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d at 250.00 W again" in journal
+    assert "sent SIGUSR1 to the jobs running on gpu1,gpu2" in on("mgmt1", "journalctl -t gpulab-ups -o cat --no-pager")
+    # A node without nvidia-smi says so instead of failing.
+    assert "no nvidia-smi here: no GPU to cap" in on("gpu2", "journalctl -t gpulab-ups -o cat --no-pager")

@@ -26,6 +26,7 @@ UNQUOTABLE = "ups_monitor_password must not hold spaces, quotes, backslashes or 
         ({"ups_name": "my ups"}, 'ups_name "my ups" must be letters, digits, - and _'),
         ({"ups_shutdown_command": 'sh -c "poweroff"'}, "ups_shutdown_command must not hold a double quote"),
         ({"ups_listen_port": 70000}, "ups_listen_port must be 1-65535, got 70000"),
+        ({"ups_gpu_power_limit": 20}, "ups_gpu_power_limit must be 0 (no cap) or watts from 50 to 2000, got 20"),
     ],
 )
 def test_bad_ups_settings_are_refused_naming_the_variable(extra_vars, message):
@@ -41,6 +42,10 @@ def test_a_ups_setting_of_the_wrong_type_is_refused_by_the_role_spec():
     rc, output = monitoring("ups", {"ups_host_sync": "soon"})
     assert rc != 0
     assert "ups_host_sync" in output and "Install NUT" not in output, output[-3000:]
+    # A signal the spec does not offer (KILL would end every job at the first power blip).
+    rc, output = monitoring("ups", {"ups_job_signal": "KILL"})
+    assert rc != 0
+    assert "value of ups_job_signal must be one of" in output and "Install NUT" not in output, output[-3000:]
 
 
 def test_a_ups_target_upsc_cannot_name_is_refused():
