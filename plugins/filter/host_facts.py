@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 CONTAINER_TYPES = ("docker", "container", "containerd", "podman", "lxc", "systemd-nspawn")
 
 
@@ -21,6 +23,20 @@ def gpus_per_node(hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[str
     return min(counts, default=0)
 
 
+def monitoring_server_host(hostvars: Mapping[str, Mapping[str, Any]], groups: Mapping[str, list[str]]) -> str:
+    """The host that runs Prometheus, as the monitoring role decides it (monitoring_server): the first host
+    whose inventory sets it true, else the first management node that does not set it false; '' for none."""
+    chosen = [host for host in groups.get("all", []) if boolean(hostvars[host].get("monitoring_server"), strict=False)]
+    if chosen:
+        return chosen[0]
+    managers = groups.get("management", [])
+    return next((host for host in managers if boolean(hostvars[host].get("monitoring_server", True), strict=False)), "")
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"in_container": in_container, "gpus_per_node": gpus_per_node}
+        return {
+            "in_container": in_container,
+            "gpus_per_node": gpus_per_node,
+            "monitoring_server_host": monitoring_server_host,
+        }

@@ -66,9 +66,12 @@ def _average_w(power: dict[str, Any], base_w: float, utilization: float) -> floa
 
 def estimate(nodes: dict[str, list[dict[str, Any]] | None], settings: dict[str, Any]) -> dict[str, Any]:
     """nodes: host -> its gpu_health records ([] for a node without GPU checks, None for one not
-    known); settings: SETTINGS.
-    Returns {settings, nodes: {host: power + average_w}, not_measured, totals}."""
-    util, years = float(settings["utilization"]), float(settings["years"])
+    known); settings: SETTINGS, and `measured_utilization` (0-1) where Prometheus measured it, which
+    then replaces the operator's guess.
+    Returns {settings, utilization: {value, measured}, nodes: {host: power + average_w}, not_measured, totals}."""
+    measured = settings.get("measured_utilization")
+    util = float(settings["utilization"] if measured is None else measured)
+    years = float(settings["years"])
     per_node = {}
     for host in sorted(nodes):
         power = node_power(nodes[host])
@@ -86,6 +89,7 @@ def estimate(nodes: dict[str, list[dict[str, Any]] | None], settings: dict[str, 
     cloud = gpu_hours * float(settings["cloud_gpu_hour"])
     return {
         "settings": {key: settings[key] for key in SETTINGS},
+        "utilization": {"value": round(util, 3), "measured": measured is not None},
         "nodes": per_node,
         "not_measured": sorted(h for h, p in per_node.items() if not p["measured"]),
         "totals": {
@@ -113,6 +117,8 @@ def problems(settings: dict[str, Any], name: str = "validation_cost") -> list[st
             out.append(f"{name}.{key} must be 0 or more, got {settings[key]}")
     if not 0 <= float(settings.get("utilization", 0)) <= 1:
         out.append(f"{name}.utilization is a share of the time, 0 to 1, got {settings['utilization']}")
+    if settings.get("measured_utilization") is not None and not 0 <= float(settings["measured_utilization"]) <= 1:
+        out.append(f"measured_utilization is a share of the time, 0 to 1, got {settings['measured_utilization']}")
     if float(settings.get("years", 3)) <= 0:
         out.append(f"{name}.years must be more than 0, got {settings['years']}")
     return out

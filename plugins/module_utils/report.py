@@ -423,6 +423,13 @@ def cost_table(estimate: dict[str, Any] | None) -> str:
     shown = {key: f"{value:g}" if isinstance(value, float) else value for key, value in s.items()}
     rows = [f"<tr><td>{_e(cost.SETTINGS[key])}</td><td>{_e(shown[key])}</td></tr>" for key in cost.SETTINGS]
     parts = ["<table id='cost-inputs'><tr><th>Input</th><th>Value</th></tr>", *rows, "</table>"]
+    used = estimate.get("utilization") or {"value": s["utilization"], "measured": False}
+    source = (
+        "measured: the GPUs' mean utilization in Prometheus"
+        if used["measured"]
+        else "the input above: Prometheus had no GPU utilization to measure it by"
+    )
+    parts.append(f"<p id='cost-utilization'>Utilization used: {used['value']:g} ({_e(source)}).</p>")
     parts.append(
         "<table id='cost-nodes' style='margin-top:14px'><tr><th>Node</th><th>GPUs read</th>"
         "<th>GPU draw when validated (W)</th><th>GPU power limits (W)</th><th>Average draw (W)</th></tr>"

@@ -56,6 +56,10 @@ options:
       price_per_kwh: {description: Electricity price per kWh., type: float, required: true}
       base_watts: {description: Base load per node (all but the GPUs) in W., type: float, required: true}
       utilization: {description: Share of the time the GPUs train (0-1)., type: float, required: true}
+      measured_utilization:
+        description: The GPUs' mean utilization (0-1) as Prometheus measured it; used instead of I(utilization)
+          when given.
+        type: float
       years: {description: Years compared., type: float, default: 3}
       hardware_cost: {description: What the cluster's hardware cost., type: float, default: 0}
       cloud_gpu_hour: {description: Cloud price of one GPU-hour of the same class., type: float, required: true}
@@ -148,6 +152,7 @@ def main() -> None:
                     price_per_kwh=dict(type="float", required=True),
                     base_watts=dict(type="float", required=True),
                     utilization=dict(type="float", required=True),
+                    measured_utilization=dict(type="float"),
                     years=dict(type="float", default=3),
                     hardware_cost=dict(type="float", default=0),
                     cloud_gpu_hour=dict(type="float", required=True),

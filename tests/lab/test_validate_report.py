@@ -109,6 +109,8 @@ def test_cost_section_holds_the_lab_s_inputs_and_base_loads(report):
         LAB_NODES, (0, 60.0)
     )
     assert cost["not_measured"] == []
+    # Prometheus on mgmt1 was asked and has no GPU utilization (no GPUs): the inventory's 0.5 stands.
+    assert cost["utilization"] == {"value": 0.5, "measured": False}
     # 240 W all year: 2102.4 kWh, 630.72 EUR a year, 2000 + 3 years of it; no GPU-hours to rent.
     assert cost["totals"] == {
         "average_w": 240.0,

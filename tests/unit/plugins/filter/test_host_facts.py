@@ -1,6 +1,10 @@
 import pytest
 
-from ansible_collections.gpulab.cluster.plugins.filter.host_facts import gpus_per_node, in_container
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import (
+    gpus_per_node,
+    in_container,
+    monitoring_server_host,
+)
 
 
 @pytest.mark.parametrize(
@@ -23,3 +27,11 @@ def test_gpus_per_node_is_the_smallest_count_of_the_gpu_nodes():
     assert gpus_per_node(hostvars, ["gpu1"]) == 4
     assert gpus_per_node(hostvars, ["cpu1", "login1"]) == 0
     assert gpus_per_node(hostvars, []) == 0
+
+
+def test_the_monitoring_server_is_the_inventory_s_choice_else_the_first_management_node():
+    groups = {"all": ["mgmt1", "mgmt2", "gpu1"], "management": ["mgmt1", "mgmt2"]}
+    assert monitoring_server_host({"mgmt1": {}, "mgmt2": {}, "gpu1": {}}, groups) == "mgmt1"
+    assert monitoring_server_host({"mgmt1": {}, "mgmt2": {}, "gpu1": {"monitoring_server": True}}, groups) == "gpu1"
+    assert monitoring_server_host({"mgmt1": {"monitoring_server": "false"}, "mgmt2": {}, "gpu1": {}}, groups) == "mgmt2"
+    assert monitoring_server_host({"gpu1": {}}, {"all": ["gpu1"]}) == ""

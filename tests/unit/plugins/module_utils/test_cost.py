@@ -49,6 +49,21 @@ def test_the_sums_follow_the_handbook_s_three_year_form():
     }
     assert est["not_measured"] == []
     assert est["settings"] == SETTINGS
+    assert est["utilization"] == {"value": 0.5, "measured": False}
+    assert "Utilization used: 0.5 (the input above: Prometheus had no GPU utilization" in report.cost_table(est)
+
+
+def test_a_measured_utilization_replaces_the_guess():
+    est = cost.estimate({"gpu1": h200_records()}, dict(SETTINGS, measured_utilization=0.25))
+    assert est["utilization"] == {"value": 0.25, "measured": True}
+    # 150 + 0.25 * 700 + 0.75 * 78.66; a quarter of the year's GPU-hours over 3 years.
+    assert est["nodes"]["gpu1"]["average_w"] == 384.0
+    assert est["totals"]["gpu_hours"] == 6570
+    assert est["settings"] == SETTINGS  # the operator's inputs, shown as given
+    assert "Utilization used: 0.25 (measured: the GPUs&#x27; mean utilization in Prometheus)." in report.cost_table(est)
+    assert cost.problems(dict(SETTINGS, measured_utilization=1.5)) == [
+        "measured_utilization is a share of the time, 0 to 1, got 1.5"
+    ]
 
 
 def test_a_node_whose_gpus_could_not_be_read_is_named_and_left_out_not_counted_as_zero():
