@@ -201,62 +201,117 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
 from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
 
+ARGUMENT_SPEC = dict(
+    launcher=dict(type="str", choices=["torchrun", "srun"], default="torchrun"),
+    hosts=dict(type="list", elements="str", default=[]),
+    gres=dict(type="str"),
+    addresses=dict(type="dict", default={}),
+    nnodes=dict(type="int", default=1),
+    node_rank=dict(type="int", default=0),
+    master_addr=dict(type="str", default="127.0.0.1"),
+    master_port=dict(type="int", default=29500),
+    nproc_per_node=dict(type="int", default=1),
+    python=dict(type="path", default="/opt/gpulab/bench/bin/python"),
+    script=dict(type="path", default="/opt/gpulab/bench/collective_bench.py"),
+    sizes=dict(type="list", elements="int", default=[]),
+    steps=dict(type="int", default=10),
+    global_batch=dict(type="int", default=256),
+    max_batch=dict(type="int", default=16384),
+    min_step_ms=dict(type="float", default=50.0),
+    threads=dict(type="int", default=0),
+    env=dict(type="dict", default={}),
+    timeout=dict(type="int", default=600),
+    efficiency_healthy=dict(type="float", default=0.9),
+    efficiency_acceptable=dict(type="float", default=0.7),
+    min_busbw_gbs=dict(type="float"),
+    link_speed_gbps=dict(type="float"),
+    pass_ratio=dict(type="float", default=0.9, no_log=False),
+    fail_on=fail_on_option(),
+)
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            launcher=dict(type="str", choices=["torchrun", "srun"], default="torchrun"),
-            hosts=dict(type="list", elements="str", default=[]),
-            gres=dict(type="str"),
-            addresses=dict(type="dict", default={}),
-            nnodes=dict(type="int", default=1),
-            node_rank=dict(type="int", default=0),
-            master_addr=dict(type="str", default="127.0.0.1"),
-            master_port=dict(type="int", default=29500),
-            nproc_per_node=dict(type="int", default=1),
-            python=dict(type="path", default="/opt/gpulab/bench/bin/python"),
-            script=dict(type="path", default="/opt/gpulab/bench/collective_bench.py"),
-            sizes=dict(type="list", elements="int", default=[]),
-            steps=dict(type="int", default=10),
-            global_batch=dict(type="int", default=256),
-            max_batch=dict(type="int", default=16384),
-            min_step_ms=dict(type="float", default=50.0),
-            threads=dict(type="int", default=0),
-            env=dict(type="dict", default={}),
-            timeout=dict(type="int", default=600),
-            efficiency_healthy=dict(type="float", default=0.9),
-            efficiency_acceptable=dict(type="float", default=0.7),
-            min_busbw_gbs=dict(type="float"),
-            link_speed_gbps=dict(type="float"),
-            pass_ratio=dict(type="float", default=0.9, no_log=False),
-            fail_on=fail_on_option(),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+
+def input_problem(p: dict) -> str | None:
+    """The first setting that cannot be run, as a message naming it; None when all can."""
     for name in ("nnodes", "nproc_per_node", "steps", "global_batch", "timeout"):
         if p[name] < 1:
-            module.fail_json(msg=f"{name} must be at least 1, got {p[name]}")
+            return f"{name} must be at least 1, got {p[name]}"
     if p["max_batch"] < p["global_batch"]:
-        module.fail_json(msg=f"max_batch must be at least global_batch ({p['global_batch']}), got {p['max_batch']}")
+        return f"max_batch must be at least global_batch ({p['global_batch']}), got {p['max_batch']}"
     if p["launcher"] == "srun" and not p["hosts"]:
-        module.fail_json(msg="launcher=srun needs hosts: the Slurm nodes to run on")
+        return "launcher=srun needs hosts: the Slurm nodes to run on"
     if not 0 <= p["node_rank"] < p["nnodes"]:
-        module.fail_json(msg=f"node_rank must be 0 to nnodes - 1 ({p['nnodes'] - 1}), got {p['node_rank']}")
+        return f"node_rank must be 0 to nnodes - 1 ({p['nnodes'] - 1}), got {p['node_rank']}"
     if p["threads"] < 0:
-        module.fail_json(msg=f"threads must be 0 or more, got {p['threads']}")
+        return f"threads must be 0 or more, got {p['threads']}"
     if p["sizes"] and min(p["sizes"]) < 4:
-        module.fail_json(msg=f"sizes must be message sizes of at least 4 bytes, got {p['sizes']}")
+        return f"sizes must be message sizes of at least 4 bytes, got {p['sizes']}"
     if not 0 < p["efficiency_acceptable"] <= p["efficiency_healthy"] <= 1:
-        module.fail_json(
-            msg="efficiency thresholds must satisfy 0 < efficiency_acceptable <= efficiency_healthy <= 1, got "
+        return (
+            "efficiency thresholds must satisfy 0 < efficiency_acceptable <= efficiency_healthy <= 1, got "
             f"{p['efficiency_acceptable']} and {p['efficiency_healthy']}"
         )
     for name in ("min_busbw_gbs", "link_speed_gbps", "min_step_ms"):
         if p[name] is not None and p[name] <= 0:
-            module.fail_json(msg=f"{name} must be greater than 0, got {p[name]}")
+            return f"{name} must be greater than 0, got {p[name]}"
     if not 0 < p["pass_ratio"] <= 1:
-        module.fail_json(msg=f"pass_ratio must be in (0, 1], got {p['pass_ratio']}")
+        return f"pass_ratio must be in (0, 1], got {p['pass_ratio']}"
+    return None
+
+
+def worker_args(p: dict) -> list[str]:
+    return [
+        f"--steps={p['steps']}",
+        f"--global-batch={p['global_batch']}",
+        f"--max-batch={p['max_batch']}",
+        f"--min-step-ms={p['min_step_ms']:g}",
+        f"--threads={p['threads']}",
+        *([f"--sizes={','.join(str(s) for s in p['sizes'])}"] if p["sizes"] else []),
+    ]
+
+
+def launch(module: AnsibleModule, role: str) -> tuple[list[str], tuple[str, int], list]:
+    """The command that starts the benchmark, its rendezvous (address, port), and notes on nodes left out.
+    With srun, a run with no node left to run on exits here."""
+    p, notes = module.params, []
+    if p["launcher"] != "srun":
+        command = cb.build_command(
+            p["python"], p["script"], p["nnodes"], p["node_rank"], p["nproc_per_node"], p["master_addr"],
+            p["master_port"], worker_args(p),
+        )  # fmt: skip
+        return command, (p["master_addr"], p["master_port"]), notes
+    hosts, left = usable_hosts(module.run_command, p["hosts"])
+    if left:
+        notes.append(unavailable("collective.nodes", left))
+    if not hosts:
+        exit_with_records(module, [*notes, unavailable("collective.run", "no node left to run on")], role=role)
+    rendezvous = (str(p["addresses"].get(hosts[0], hosts[0])), p["master_port"])
+    command = cb.build_srun_command(
+        p["python"], p["script"], hosts, p["nproc_per_node"], *rendezvous, worker_args(p), p["gres"]
+    )
+    return command, rendezvous, notes
+
+
+def run_failure(p: dict, rc: int, output: str, command: list[str], rendezvous: tuple[str, int]):
+    """The record of a benchmark run that exited rc (not 0)."""
+    if "No module named 'torch'" in output[-3000:]:
+        return unavailable("collective.run", f"torch is not installed for {p['python']}", code="BENCH_MISSING")
+    if rc == 124:
+        return failed(
+            "collective.run",
+            f"the benchmark did not finish in {p['timeout']} s: a node did not join the rendezvous at "
+            f"{rendezvous[0]}:{rendezvous[1]} (firewall, wrong address), Slurm did not start the job "
+            "(nodes busy), or a collective hung",
+            code="BENCH_TIMEOUT",
+        )
+    return failed("collective.run", f"{command[0]} exited {rc}: {cb.failure_summary(output)}", code="BENCH_FAILED")
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    problem = input_problem(p)
+    if problem:
+        module.fail_json(msg=problem)
     role = "reporter" if p["node_rank"] == 0 else "worker"
     expected = expected_busbw(p["link_speed_gbps"]) if p["link_speed_gbps"] else None
     extra = {"expected_busbw": round(expected, 3)} if expected else {}
@@ -271,62 +326,14 @@ def main() -> None:
         )
         exit_with_records(module, [record], role=role, **extra)
 
-    worker_args = [
-        f"--steps={p['steps']}",
-        f"--global-batch={p['global_batch']}",
-        f"--max-batch={p['max_batch']}",
-        f"--min-step-ms={p['min_step_ms']:g}",
-        f"--threads={p['threads']}",
-        *([f"--sizes={','.join(str(s) for s in p['sizes'])}"] if p["sizes"] else []),
-    ]
-    notes = []
-    if p["launcher"] == "srun":
-        hosts, left = usable_hosts(module.run_command, p["hosts"])
-        if left:
-            notes.append(unavailable("collective.nodes", left))
-        if not hosts:
-            exit_with_records(module, [*notes, unavailable("collective.run", "no node left to run on")], role=role)
-        rendezvous = (str(p["addresses"].get(hosts[0], hosts[0])), p["master_port"])
-        cmd = cb.build_srun_command(
-            p["python"],
-            p["script"],
-            hosts,
-            p["nproc_per_node"],
-            *rendezvous,
-            worker_args,
-            p["gres"],
-        )
-    else:
-        rendezvous = (p["master_addr"], p["master_port"])
-        cmd = cb.build_command(
-            p["python"],
-            p["script"],
-            p["nnodes"],
-            p["node_rank"],
-            p["nproc_per_node"],
-            p["master_addr"],
-            p["master_port"],
-            worker_args,
-        )
+    cmd, rendezvous, notes = launch(module, role)
     env = {k: str(v) for k, v in p["env"].items()}
     if p["threads"]:
         env.setdefault("OMP_NUM_THREADS", str(p["threads"]))
     rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=env)
     tail = (out + err)[-3000:]
     if rc != 0:
-        if "No module named 'torch'" in tail:
-            record = unavailable("collective.run", f"torch is not installed for {p['python']}", code="BENCH_MISSING")
-        elif rc == 124:
-            record = failed(
-                "collective.run",
-                f"the benchmark did not finish in {p['timeout']} s: a node did not join the rendezvous at "
-                f"{rendezvous[0]}:{rendezvous[1]} (firewall, wrong address), Slurm did not start the job "
-                "(nodes busy), or a collective hung",
-                code="BENCH_TIMEOUT",
-            )
-        else:
-            summary = cb.failure_summary(out + err)
-            record = failed("collective.run", f"{cmd[0]} exited {rc}: {summary}", code="BENCH_FAILED")
+        record = run_failure(p, rc, out + err, cmd, rendezvous)
         exit_with_records(module, [*notes, record], role=role, cmd=cmd, output_tail=tail, **extra)
     if role == "worker":
         exit_with_records(module, [], role=role, cmd=cmd)  # rank 0 reports for everyone
