@@ -183,93 +183,112 @@ def _parse(text: str):
     return parse_text(text)
 
 
+ARGUMENT_SPEC = dict(
+    test=dict(type="str", default="all_reduce_perf"),
+    tests_dir=dict(type="path", default="/opt/nccl-tests/build"),
+    args=dict(type="list", elements="str", default=["-b", "256M", "-e", "1G", "-f", "2", "-g", "1"]),
+    launcher=dict(type="str", choices=["local", "mpirun", "srun"], default="local"),
+    hosts=dict(type="list", elements="str", default=[]),
+    srun_mpi=dict(type="str", default="pmix"),
+    gpus_per_host=dict(type="int", default=1),
+    env=dict(type="dict", default={}),
+    output=dict(type="str"),
+    output_path=dict(type="path"),
+    rc=dict(type="int"),
+    expected_busbw=dict(type="float"),
+    link_speed_gbps=dict(type="float"),
+    pass_ratio=dict(type="float", default=0.9, no_log=False),
+    min_size=dict(type="int", default=268435456),
+    rdma_expected=dict(type="bool", default=False),
+    expected_installed=dict(type="bool", default=False),
+    timeout=dict(type="int", default=900),
+    fail_on=fail_on_option(),
+)
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting that cannot be used, as a message naming it; None when all can."""
+    for name in ("expected_busbw", "link_speed_gbps"):
+        if p[name] is not None and p[name] <= 0:
+            return f"{name} must be greater than 0, got {p[name]}"
+    if not 0 < p["pass_ratio"] <= 1:
+        return f"pass_ratio must be in (0, 1], got {p['pass_ratio']}"
+    if p["gpus_per_host"] < 1:
+        return f"gpus_per_host must be at least 1, got {p['gpus_per_host']}"
+    if p["launcher"] != "local" and not p["hosts"] and p["output"] is None and p["output_path"] is None:
+        return f"launcher={p['launcher']} needs hosts: the nodes to run on"
+    return None
+
+
+def given_output(module: AnsibleModule) -> str | None:
+    """nccl-tests output the caller gave (output, or output_path on this node); None to run the test."""
+    p = module.params
+    if p["output"] is not None:
+        return p["output"]
+    if p["output_path"] is None:
+        return None
+    if not os.path.isfile(p["output_path"]):
+        module.fail_json(msg=f"output_path {p['output_path']} does not exist on {os.uname().nodename}")
+    with open(p["output_path"], encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def run_test(module: AnsibleModule, notes: list, extra: dict) -> tuple[int, str]:
+    """Run nccl-tests as the parameters say; (rc, its output). A missing binary or too few nodes exit here."""
+    p = module.params
+    binary = os.path.join(p["tests_dir"], p["test"])
+    if not os.access(binary, os.X_OK):
+        judge = failed if p["expected_installed"] else unavailable
+        record = judge(
+            "nccl_run",
+            f"nccl-tests binary {binary} not found or not executable; install nccl-tests (role nccl) or set tests_dir",
+            code="NCCL_TESTS_MISSING",
+        )
+        exit_with_records(module, [record])
+    env = {k: str(v) for k, v in p["env"].items()}
+    if p["rdma_expected"]:
+        env.setdefault("NCCL_DEBUG", "INFO")  # the transport line ("Using network IB") comes at INFO
+    hosts = p["hosts"]
+    if p["launcher"] == "srun":
+        hosts, left = usable_hosts(module.run_command, hosts)
+        if left:
+            notes.append(unavailable("nccl_nodes", left))
+        if len(hosts) < 2:
+            exit_with_records(module, [*notes, unavailable("nccl_run", "fewer than two nodes left to run on")])
+    cmd = build_command(
+        p["test"], p["tests_dir"], p["args"], p["launcher"], hosts, p["gpus_per_host"], env, p["srun_mpi"]
+    )
+    run_env = env if p["launcher"] == "local" else {}
+    rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=run_env)
+    text = out + ("\n" + err if err else "")
+    extra["cmd"] = cmd
+    if rc == 124:
+        text += f"\nTest timeout ({p['timeout']}s) gpulab nccl_test\n"
+    return rc, text
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=dict(
-            test=dict(type="str", default="all_reduce_perf"),
-            tests_dir=dict(type="path", default="/opt/nccl-tests/build"),
-            args=dict(type="list", elements="str", default=["-b", "256M", "-e", "1G", "-f", "2", "-g", "1"]),
-            launcher=dict(type="str", choices=["local", "mpirun", "srun"], default="local"),
-            hosts=dict(type="list", elements="str", default=[]),
-            srun_mpi=dict(type="str", default="pmix"),
-            gpus_per_host=dict(type="int", default=1),
-            env=dict(type="dict", default={}),
-            output=dict(type="str"),
-            output_path=dict(type="path"),
-            rc=dict(type="int"),
-            expected_busbw=dict(type="float"),
-            link_speed_gbps=dict(type="float"),
-            pass_ratio=dict(type="float", default=0.9, no_log=False),
-            min_size=dict(type="int", default=268435456),
-            rdma_expected=dict(type="bool", default=False),
-            expected_installed=dict(type="bool", default=False),
-            timeout=dict(type="int", default=900),
-            fail_on=fail_on_option(),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[("output", "output_path"), ("expected_busbw", "link_speed_gbps")],
         supports_check_mode=True,
     )
     p = module.params
-    for name in ("expected_busbw", "link_speed_gbps"):
-        if p[name] is not None and p[name] <= 0:
-            module.fail_json(msg=f"{name} must be greater than 0, got {p[name]}")
-    if not 0 < p["pass_ratio"] <= 1:
-        module.fail_json(msg=f"pass_ratio must be in (0, 1], got {p['pass_ratio']}")
-    if p["gpus_per_host"] < 1:
-        module.fail_json(msg=f"gpus_per_host must be at least 1, got {p['gpus_per_host']}")
-    if p["launcher"] != "local" and not p["hosts"] and p["output"] is None and p["output_path"] is None:
-        module.fail_json(msg=f"launcher={p['launcher']} needs hosts: the nodes to run on")
-
+    problem = input_problem(p)
+    if problem:
+        module.fail_json(msg=problem)
     expected = p["expected_busbw"]
     if expected is None and p["link_speed_gbps"] is not None:
         expected = expected_busbw(p["link_speed_gbps"])
-
     extra: dict = {"expected_busbw": round(expected, 3)} if expected else {}
-    notes = []
-    rc = p["rc"]
-    if p["output"] is not None:
-        text = p["output"]
-    elif p["output_path"] is not None:
-        if not os.path.isfile(p["output_path"]):
-            module.fail_json(msg=f"output_path {p['output_path']} does not exist on {os.uname().nodename}")
-        with open(p["output_path"], encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    else:
-        binary = os.path.join(p["tests_dir"], p["test"])
-        if not os.access(binary, os.X_OK):
-            judge = failed if p["expected_installed"] else unavailable
-            record = judge(
-                "nccl_run",
-                f"nccl-tests binary {binary} not found or not executable; "
-                "install nccl-tests (role nccl) or set tests_dir",
-                code="NCCL_TESTS_MISSING",
-            )
-            exit_with_records(module, [record])
-        env = {k: str(v) for k, v in p["env"].items()}
-        if p["rdma_expected"]:
-            env.setdefault("NCCL_DEBUG", "INFO")  # the transport line ("Using network IB") comes at INFO
-        hosts = p["hosts"]
-        if p["launcher"] == "srun":
-            hosts, left = usable_hosts(module.run_command, hosts)
-            if left:
-                notes.append(unavailable("nccl_nodes", left))
-            if len(hosts) < 2:
-                exit_with_records(module, [*notes, unavailable("nccl_run", "fewer than two nodes left to run on")])
-        cmd = build_command(
-            p["test"], p["tests_dir"], p["args"], p["launcher"], hosts, p["gpus_per_host"], env, p["srun_mpi"]
-        )
-        run_env = env if p["launcher"] == "local" else {}
-        rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=run_env)
-        text = out + ("\n" + err if err else "")
-        extra["cmd"] = cmd
-        if rc == 124:
-            text += f"\nTest timeout ({p['timeout']}s) gpulab nccl_test\n"
-
+    notes: list = []
+    rc, text = p["rc"], given_output(module)
+    if text is None:
+        rc, text = run_test(module, notes, extra)
     try:
         parsed = _parse(text)
     except (NcclParseError, json.JSONDecodeError) as exc:
         module.fail_json(msg=f"could not parse nccl-tests output: {exc}", rc=rc, output_tail=text[-2000:], **extra)
-
     records = evaluate(
         parsed,
         rc=rc,
