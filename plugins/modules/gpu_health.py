@@ -219,48 +219,50 @@ def _kernel_log(module, hours):
     return None, "neither journalctl nor dmesg is available"
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            source=dict(type="str", choices=["auto", "nvml", "csv", "xml"], default="auto"),
-            expected_count=dict(type="int"),
-            expected_model=dict(type="str"),
-            driver_version=dict(type="str"),
-            ecc_corrected_max=dict(type="int", default=20_000_000),
-            remap_uncorrectable_max=dict(type="int", default=512),
-            retired_pages_max=dict(type="int", default=62),
-            temperature_margin_c=dict(type="float", default=5.0),
-            temperature_max_c=dict(type="float", default=85.0),
-            check_pcie_gen=dict(type="bool", default=False),
-            pcie_width=dict(type="int"),
-            require_persistence=dict(type="bool", default=True),
-            power_limits=dict(type="dict", default={}),
-            check_nvlink=dict(type="bool", default=True),
-            xid_window_hours=dict(type="int", default=24),
-            xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
-            fail_on=fail_on_option(),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+ARGUMENT_SPEC = dict(
+    source=dict(type="str", choices=["auto", "nvml", "csv", "xml"], default="auto"),
+    expected_count=dict(type="int"),
+    expected_model=dict(type="str"),
+    driver_version=dict(type="str"),
+    ecc_corrected_max=dict(type="int", default=20_000_000),
+    remap_uncorrectable_max=dict(type="int", default=512),
+    retired_pages_max=dict(type="int", default=62),
+    temperature_margin_c=dict(type="float", default=5.0),
+    temperature_max_c=dict(type="float", default=85.0),
+    check_pcie_gen=dict(type="bool", default=False),
+    pcie_width=dict(type="int"),
+    require_persistence=dict(type="bool", default=True),
+    power_limits=dict(type="dict", default={}),
+    check_nvlink=dict(type="bool", default=True),
+    xid_window_hours=dict(type="int", default=24),
+    xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
+    fail_on=fail_on_option(),
+)
+# Settings that must not be negative.
+NOT_NEGATIVE = (
+    "ecc_corrected_max",
+    "remap_uncorrectable_max",
+    "retired_pages_max",
+    "temperature_margin_c",
+    "temperature_max_c",
+    "xid_window_hours",
+)
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting that cannot be used, as a message naming it; None when all can."""
     if p["pcie_width"] is not None and p["pcie_width"] not in smi.PCIE_WIDTHS:
         widths = ", ".join(map(str, smi.PCIE_WIDTHS[:-1])) + f" or {smi.PCIE_WIDTHS[-1]}"
-        module.fail_json(msg=f"pcie_width must be a PCIe link width ({widths}), got {p['pcie_width']}")
+        return f"pcie_width must be a PCIe link width ({widths}), got {p['pcie_width']}"
     if p["expected_count"] is not None and p["expected_count"] < 1:
-        module.fail_json(
-            msg=f"expected_count must be at least 1, got {p['expected_count']}; leave it unset on nodes without GPUs"
-        )
-    for name in (
-        "ecc_corrected_max",
-        "remap_uncorrectable_max",
-        "retired_pages_max",
-        "temperature_margin_c",
-        "temperature_max_c",
-        "xid_window_hours",
-    ):
-        if p[name] < 0:
-            module.fail_json(msg=f"{name} must be 0 or more, got {p[name]}")
+        return f"expected_count must be at least 1, got {p['expected_count']}; leave it unset on nodes without GPUs"
+    negative = next((name for name in NOT_NEGATIVE if p[name] < 0), None)
+    return f"{negative} must be 0 or more, got {p[negative]}" if negative else None
 
+
+def read_gpus(module: AnsibleModule, smi_path: str | None):
+    """(gpus or None, the source read, why each source could not be read, a fault nvidia-smi reported or None)."""
+    p = module.params
     gpus, reason, fault, source = None, None, None, "none"
     reasons = []
     if p["source"] in ("auto", "nvml"):
@@ -268,7 +270,6 @@ def main() -> None:
         source = "nvml"
         if gpus is None:
             reasons.append(reason)
-    smi_path = module.get_bin_path("nvidia-smi")
     if gpus is None and p["source"] != "nvml":
         if smi_path:
             fmt = "xml" if p["source"] == "xml" else "csv"
@@ -281,6 +282,17 @@ def main() -> None:
             source = "none"
     if gpus == [] and p["expected_count"] is None:
         gpus, reasons = None, [f"{source} lists no GPU"]
+    return gpus, source, reasons, fault
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    problem = input_problem(p)
+    if problem:
+        module.fail_json(msg=problem)
+    smi_path = module.get_bin_path("nvidia-smi")
+    gpus, source, reasons, fault = read_gpus(module, smi_path)
 
     nvlink = None
     if gpus and p["check_nvlink"] and smi_path:
