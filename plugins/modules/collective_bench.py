@@ -192,9 +192,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
-    fail_on_option,
     failed,
     unavailable,
 )
@@ -226,7 +226,6 @@ ARGUMENT_SPEC = dict(
     min_busbw_gbs=dict(type="float"),
     link_speed_gbps=dict(type="float"),
     pass_ratio=dict(type="float", default=0.9, no_log=False),
-    fail_on=fail_on_option(),
 )
 
 
@@ -307,11 +306,8 @@ def run_failure(p: dict, rc: int, output: str, command: list[str], rendezvous: t
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = start(ARGUMENT_SPEC, input_problem)
     p = module.params
-    problem = input_problem(p)
-    if problem:
-        module.fail_json(msg=problem)
     role = "reporter" if p["node_rank"] == 0 else "worker"
     expected = expected_busbw(p["link_speed_gbps"]) if p["link_speed_gbps"] else None
     extra = {"expected_busbw": round(expected, 3)} if expected else {}

@@ -140,9 +140,9 @@ xids:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
-    fail_on_option,
     failed,
     unavailable,
 )
@@ -236,7 +236,6 @@ ARGUMENT_SPEC = dict(
     check_nvlink=dict(type="bool", default=True),
     xid_window_hours=dict(type="int", default=24),
     xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
-    fail_on=fail_on_option(),
 )
 # Settings that must not be negative.
 NOT_NEGATIVE = (
@@ -286,11 +285,8 @@ def read_gpus(module: AnsibleModule, smi_path: str | None):
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = start(ARGUMENT_SPEC, input_problem)
     p = module.params
-    problem = input_problem(p)
-    if problem:
-        module.fail_json(msg=problem)
     smi_path = module.get_bin_path("nvidia-smi")
     gpus, source, reasons, fault = read_gpus(module, smi_path)
 

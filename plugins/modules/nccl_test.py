@@ -159,9 +159,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
-    fail_on_option,
     failed,
     unavailable,
 )
@@ -202,7 +202,6 @@ ARGUMENT_SPEC = dict(
     rdma_expected=dict(type="bool", default=False),
     expected_installed=dict(type="bool", default=False),
     timeout=dict(type="int", default=900),
-    fail_on=fail_on_option(),
 )
 
 
@@ -268,15 +267,12 @@ def run_test(module: AnsibleModule, notes: list, extra: dict) -> tuple[int, str]
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
+    module = start(
+        ARGUMENT_SPEC,
+        input_problem,
         mutually_exclusive=[("output", "output_path"), ("expected_busbw", "link_speed_gbps")],
-        supports_check_mode=True,
     )
     p = module.params
-    problem = input_problem(p)
-    if problem:
-        module.fail_json(msg=problem)
     expected = p["expected_busbw"]
     if expected is None and p["link_speed_gbps"] is not None:
         expected = expected_busbw(p["link_speed_gbps"])
