@@ -98,6 +98,39 @@ def _gpu_records(node: dict[str, Any]) -> list[dict[str, Any]] | None:
     return None if "node" in node["sections"] or gpu["status"] == "not run" else gpu["checks"]
 
 
+def _unreachable() -> dict[str, Any]:
+    """The node section of a node that gave no results."""
+    message = "no results from this node: unreachable, or a task failed before the checks"
+    return {"status": "fail", "note": "", "checks": [{"check": "reachable", "status": "fail", "message": message}]}
+
+
+def _node(results: dict[str, Any] | None) -> dict[str, Any]:
+    """One node's sections and status from its registered results; a node not reached fails."""
+    results = results or {}
+    sections = {name: section(results.get(name)) for name in NODE_SECTIONS}
+    judged = [s["status"] for s in sections.values()]
+    if not results.get("reached", True):
+        sections["node"] = _unreachable()
+        judged.append("fail")
+    return {"status": worst(judged), "sections": sections}
+
+
+def _failures(where: str, sections: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failing and warning records of some sections, each with where it is and what to do next."""
+    return [
+        {"node": where, "section": name, **c, "next": NEXT_STEPS[name]}
+        for name, sec in sections.items()
+        for c in sec["checks"]
+        if c["status"] in ("fail", "warn")
+    ]
+
+
+def _expected_busbw(cluster: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> float | None:
+    """The bus bandwidth the plan's link carries, drawn on the chart (the first module that said)."""
+    said = [cluster.get("nccl_across"), cluster.get("collective"), *((n or {}).get("nccl") for n in nodes.values())]
+    return next((r["expected_busbw"] for r in said if isinstance(r, dict) and r.get("expected_busbw")), None)
+
+
 def build(
     nodes: dict[str, dict[str, Any]],
     cluster: dict[str, Any],
@@ -107,43 +140,11 @@ def build(
 ) -> dict[str, Any]:
     """nodes: host -> {gpu, rdma, nccl, network: registered results}; cluster: {consistency, collective};
     cost_settings: cost.SETTINGS, or None for no cost section."""
-    report_nodes = {}
-    failures = []
-    statuses = []
-    for host in sorted(nodes):
-        results = nodes[host] or {}
-        sections = {name: section(results.get(name)) for name in NODE_SECTIONS}
-        judged = [s["status"] for s in sections.values()]
-        if not results.get("reached", True):
-            sections["node"] = {
-                "status": "fail",
-                "note": "",
-                "checks": [
-                    {
-                        "check": "reachable",
-                        "status": "fail",
-                        "message": "no results from this node: unreachable, or a task failed before the checks",
-                    }
-                ],
-            }
-            judged.append("fail")
-        status = worst(judged)
-        statuses.append(status)
-        report_nodes[host] = {"status": status, "sections": sections}
-        for name, sec in sections.items():
-            failures += [
-                {"node": host, "section": name, **c, "next": NEXT_STEPS[name]}
-                for c in sec["checks"]
-                if c["status"] in ("fail", "warn")
-            ]
+    report_nodes = {host: _node(nodes[host]) for host in sorted(nodes)}
     cluster_sections = {name: section(cluster.get(name)) for name in CLUSTER_SECTIONS}
-    for name, sec in cluster_sections.items():
-        statuses.append(sec["status"])
-        failures += [
-            {"node": "cluster", "section": name, **c, "next": NEXT_STEPS[name]}
-            for c in sec["checks"]
-            if c["status"] in ("fail", "warn")
-        ]
+    failures = [f for host, node in report_nodes.items() for f in _failures(host, node["sections"])]
+    failures += _failures("cluster", cluster_sections)
+    statuses = [node["status"] for node in report_nodes.values()] + [s["status"] for s in cluster_sections.values()]
     verdict = worst(statuses, default="unavailable")
     failures.sort(key=lambda f: (-SEVERITY[f["status"]], f["node"], f["section"]))
     collective = cluster.get("collective") or {}
@@ -155,6 +156,7 @@ def build(
     for f in failures:
         if f["status"] == "fail" and f["node"] != "cluster":
             node_problems.setdefault(f["node"], f"{f['check']}: {f['message']}")
+    gpu_records = {host: _gpu_records(node) for host, node in report_nodes.items()}
     return {
         "title": title,
         "node_problems": node_problems,
@@ -170,25 +172,12 @@ def build(
             (r["network"].get("min_gbps") for r in nodes.values() if (r or {}).get("network", {}).get("min_gbps")),
             None,
         ),
-        "collective": {
-            "result": collective.get("result"),
-            "efficiency": collective.get("efficiency"),
-        },
+        "collective": {"result": collective.get("result"), "efficiency": collective.get("efficiency")},
         "nccl": {host: (r.get("nccl") or {}).get("result") for host, r in nodes.items() if (r or {}).get("nccl")},
         "nccl_across": (cluster.get("nccl_across") or {}).get("result"),
         "training": (cluster.get("training") or {}).get("runs") or {},
-        "cost": cost.estimate({host: _gpu_records(node) for host, node in report_nodes.items()}, cost_settings)
-        if cost_settings
-        else None,
-        # The bus bandwidth the plan's link carries, drawn on the chart (the first module that said).
-        "expected_busbw": next(
-            (
-                r["expected_busbw"]
-                for r in [cluster.get("nccl_across"), collective, *((n or {}).get("nccl") for n in nodes.values())]
-                if isinstance(r, dict) and r.get("expected_busbw")
-            ),
-            None,
-        ),
+        "cost": cost.estimate(gpu_records, cost_settings) if cost_settings else None,
+        "expected_busbw": _expected_busbw(cluster, nodes),
     }
 
 
@@ -483,9 +472,68 @@ def smoke_table(runs: dict[str, dict[str, Any]], target_note: str) -> str:
     return "".join(rows)
 
 
+def _failures_table(failures: list[dict[str, Any]]) -> str:
+    if not failures:
+        return "<p>Nothing failed and nothing warned.</p>"
+    rows = [
+        f"<tr><td>{_pill(f['status'])}</td><td>{_e(f['node'])}</td><td>{_e(f['check'])}</td>"
+        f"<td>{_e(f['message'])}</td><td>{_code(f['next'])}</td></tr>"
+        for f in failures
+    ]
+    return (
+        "<table><tr><th>Status</th><th>Where</th><th>Check</th><th>Finding</th><th>Next</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _nodes_table(nodes: dict[str, Any], cluster: dict[str, Any]) -> str:
+    parts = [
+        "<table id='nodes'><tr><th>Node</th><th>Overall</th>",
+        *(f"<th>{_e(TITLES[s])}</th>" for s in NODE_SECTIONS),
+    ]
+    parts.append("</tr>")
+    for host, node in nodes.items():
+        cells = []
+        for name in NODE_SECTIONS:
+            sec = node["sections"][name]
+            detail = "; ".join(f"{c['check']}: {c['message']}" for c in sec["checks"][:12]) or sec["note"]
+            cells.append(f"<td title='{_e(detail)}'>{_pill(sec['status'])}</td>")
+        parts.append(f"<tr><th>{_e(host)}</th><td>{_pill(node['status'])}</td>{''.join(cells)}</tr>")
+    parts.append("</table>")
+    parts.append(
+        "<p>Cluster: " + ", ".join(f"{_e(TITLES[n])} {_pill(s['status'])}" for n, s in cluster.items()) + "</p>"
+    )
+    return "".join(parts)
+
+
+def _every_check(report: dict[str, Any]) -> str:
+    """Every section with checks, folded: each check's status, value, threshold and message."""
+    parts = []
+    scopes = [(h, n["sections"]) for h, n in report["nodes"].items()] + [("cluster", report["cluster"])]
+    for scope, sections in scopes:
+        for name, sec in sections.items():
+            if not sec["checks"]:
+                continue
+            parts.append(
+                f"<details><summary>{_e(scope)} &middot; {_e(TITLES.get(name, name))} {_pill(sec['status'])}"
+                "</summary><table><tr><th>Check</th><th>Status</th><th>Value</th><th>Threshold</th><th>Message</th></tr>"
+            )
+            for c in sec["checks"]:
+                value = "" if c.get("value") is None else f"{c.get('value')} {c.get('unit') or ''}"
+                threshold = "" if c.get("threshold") is None else c.get("threshold")
+                parts.append(
+                    f"<tr><td>{_e(c['check'])}</td><td>{_pill(c['status'])}</td><td>{_e(value)}</td>"
+                    f"<td>{_e(threshold)}</td><td>{_e(c['message'])}</td></tr>"
+                )
+            parts.append("</table></details>")
+    return "".join(parts)
+
+
 def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float = 0.7) -> str:
     verdict = report["verdict"]
     counts = report["counts"]
+    cluster = report["cluster"]
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width,initial-scale=1'>",
@@ -495,35 +543,12 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
         f"<b>{_e(report['verdict_text'])}</b>{counts['pass']} passed, {counts['warn']} warnings, "
         f"{counts['fail']} failed, {counts['unavailable']} could not run, "
         f"{counts[NOT_APPLICABLE]} do not apply to this hardware{_banner_reasons(report['failures'])}</div>",
+        "<h2>What failed, and what to check next</h2><div class='card'>",
+        _failures_table(report["failures"]),
+        "</div><h2>Nodes</h2><div class='card'>",
+        _nodes_table(report["nodes"], cluster),
+        "</div>",
     ]
-    parts.append("<h2>What failed, and what to check next</h2><div class='card'>")
-    if report["failures"]:
-        parts.append("<table><tr><th>Status</th><th>Where</th><th>Check</th><th>Finding</th><th>Next</th></tr>")
-        for f in report["failures"]:
-            parts.append(
-                f"<tr><td>{_pill(f['status'])}</td><td>{_e(f['node'])}</td><td>{_e(f['check'])}</td>"
-                f"<td>{_e(f['message'])}</td><td>{_code(f['next'])}</td></tr>"
-            )
-        parts.append("</table>")
-    else:
-        parts.append("<p>Nothing failed and nothing warned.</p>")
-    parts.append("</div>")
-
-    parts.append("<h2>Nodes</h2><div class='card'><table id='nodes'><tr><th>Node</th><th>Overall</th>")
-    parts += [f"<th>{_e(TITLES[s])}</th>" for s in NODE_SECTIONS]
-    parts.append("</tr>")
-    for host, node in report["nodes"].items():
-        cells = []
-        for name in NODE_SECTIONS:
-            sec = node["sections"][name]
-            detail = "; ".join(f"{c['check']}: {c['message']}" for c in sec["checks"][:12]) or sec["note"]
-            cells.append(f"<td title='{_e(detail)}'>{_pill(sec['status'])}</td>")
-        parts.append(f"<tr><th>{_e(host)}</th><td>{_pill(node['status'])}</td>{''.join(cells)}</tr>")
-    parts.append("</table>")
-    cluster = report["cluster"]
-    parts.append(
-        "<p>Cluster: " + ", ".join(f"{_e(TITLES[n])} {_pill(s['status'])}" for n, s in cluster.items()) + "</p></div>"
-    )
 
     parts.append("<h2>Bus bandwidth against message size</h2><div class='card'>")
     expected = report.get("expected_busbw")
@@ -548,22 +573,6 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
     parts.append("</div><h2>What the cluster costs to run</h2><div class='card' id='cost'>")
     parts.append(cost_table(report.get("cost")))
     parts.append("</div><h2>Every check</h2><div class='card'>")
-    scopes = [(h, n["sections"]) for h, n in report["nodes"].items()] + [("cluster", cluster)]
-    for scope, sections in scopes:
-        for name, sec in sections.items():
-            if not sec["checks"]:
-                continue
-            parts.append(
-                f"<details><summary>{_e(scope)} &middot; {_e(TITLES.get(name, name))} {_pill(sec['status'])}"
-                "</summary><table><tr><th>Check</th><th>Status</th><th>Value</th><th>Threshold</th><th>Message</th></tr>"
-            )
-            for c in sec["checks"]:
-                value = "" if c.get("value") is None else f"{c.get('value')} {c.get('unit') or ''}"
-                threshold = "" if c.get("threshold") is None else c.get("threshold")
-                parts.append(
-                    f"<tr><td>{_e(c['check'])}</td><td>{_pill(c['status'])}</td><td>{_e(value)}</td>"
-                    f"<td>{_e(threshold)}</td><td>{_e(c['message'])}</td></tr>"
-                )
-            parts.append("</table></details>")
+    parts.append(_every_check(report))
     parts.append("</div></main></body></html>\n")
     return "".join(parts)
