@@ -1,0 +1,47 @@
+"""The ups role's settings check: every problem at once, each naming its variable."""
+
+from ansible_collections.gpulab.cluster.plugins.filter.ups import ups_problems
+
+INVENTORY = ["mgmt1", "gpu1", "gpu2"]
+GOOD = {
+    "host": "mgmt1",
+    "password": "s3cret",
+    "description": "rack UPS",
+    "name": "ups",
+    "shutdown_command": "/sbin/shutdown -h +0",
+    "drain_nodes": ["gpu1", "gpu2"],
+    "listen_port": 3493,
+    "gpu_power_limit": 0,
+}
+
+
+def test_good_settings_have_no_problem():
+    assert ups_problems(INVENTORY, **GOOD) == []
+    assert ups_problems(INVENTORY, **dict(GOOD, gpu_power_limit=200)) == []
+
+
+def test_every_problem_at_once_each_naming_its_variable():
+    bad = dict(
+        GOOD,
+        host="ups-box",
+        password="two words",
+        description='the "big" one',
+        name="my ups",
+        shutdown_command='sh -c "poweroff"',
+        drain_nodes=["gpu1", "gpu9"],
+        listen_port=70000,
+        gpu_power_limit=20,
+    )
+    assert ups_problems(INVENTORY, **bad) == [
+        'ups_host "ups-box" is not in the inventory',
+        "ups_monitor_password must not hold spaces, quotes, backslashes or # (NUT reads them as syntax)",
+        "ups_description must not hold a double quote (ups.conf quotes it)",
+        'ups_name "my ups" must be letters, digits, - and _ (a section of ups.conf)',
+        "ups_shutdown_command must not hold a double quote (upsmon.conf quotes it)",
+        "ups_drain_nodes names hosts that are not in the inventory: gpu9",
+        "ups_listen_port must be 1-65535, got 70000",
+        "ups_gpu_power_limit must be 0 (no cap) or watts from 50 to 2000, got 20",
+    ]
+    assert ups_problems(INVENTORY, **dict(GOOD, password="")) == [
+        "ups_monitor_password is empty: set it (from Ansible Vault)"
+    ]
