@@ -17,21 +17,20 @@ GOOD = {
 
 def test_good_settings_have_no_problem():
     assert ups_problems(INVENTORY, **GOOD) == []
-    assert ups_problems(INVENTORY, **dict(GOOD, gpu_power_limit=200)) == []
+    assert ups_problems(INVENTORY, **{**GOOD, "gpu_power_limit": 200}) == []
 
 
 def test_every_problem_at_once_each_naming_its_variable():
-    bad = dict(
-        GOOD,
-        host="ups-box",
-        password="two words",
-        description='the "big" one',
-        name="my ups",
-        shutdown_command='sh -c "poweroff"',
-        drain_nodes=["gpu1", "gpu9"],
-        listen_port=70000,
-        gpu_power_limit=20,
-    )
+    bad = {
+        "host": "ups-box",
+        "password": "two words",
+        "description": 'the "big" one',
+        "name": "my ups",
+        "shutdown_command": 'sh -c "poweroff"',
+        "drain_nodes": ["gpu1", "gpu9"],
+        "listen_port": 70000,
+        "gpu_power_limit": 20,
+    }
     assert ups_problems(INVENTORY, **bad) == [
         'ups_host "ups-box" is not in the inventory',
         "ups_monitor_password must not hold spaces, quotes, backslashes or # (NUT reads them as syntax)",
@@ -42,6 +41,6 @@ def test_every_problem_at_once_each_naming_its_variable():
         "ups_listen_port must be 1-65535, got 70000",
         "ups_gpu_power_limit must be 0 (no cap) or watts from 50 to 2000, got 20",
     ]
-    assert ups_problems(INVENTORY, **dict(GOOD, password="")) == [
+    assert ups_problems(INVENTORY, **{**GOOD, "password": ""}) == [
         "ups_monitor_password is empty: set it (from Ansible Vault)"
     ]
