@@ -1,7 +1,11 @@
 import re
 from pathlib import Path
 
-from ansible_collections.gpulab.cluster.plugins.filter.monitoring import collector_files
+from ansible_collections.gpulab.cluster.plugins.filter.monitoring import (
+    collector_files,
+    monitoring_problems,
+    receiver_address,
+)
 
 GPU = {
     "name": "gpu",
@@ -71,3 +75,45 @@ def test_each_collector_copies_every_module_util_it_imports():
             needed |= more
             todo |= more
         assert needed == set(re.findall(r"'([\w.]+\.py)'", code)), name
+
+
+GOOD_SETTINGS = {
+    "intervals": {"monitoring_gpu_interval": 15, "monitoring_slurm_interval": 30, "monitoring_ups_interval": 15},
+    "durations": {"monitoring_scrape_interval": "15s", "monitoring_retention_time": "30d"},
+    "ups_collector": True,
+    "ups_target": "ups@mgmt1:3493",
+    "scrape_jobs": [{"name": "dcgm", "port": 9400, "hosts": ["gpu1"]}],
+    "ceph_hosts": ["mgmt1"],
+    "alert_receiver": {"type": "email", "to": "ops@example.org", "smarthost": "mail.example.org:587"},
+}
+
+
+def test_good_monitoring_settings_have_no_problem():
+    assert monitoring_problems(["mgmt1", "gpu1"], **GOOD_SETTINGS) == []
+    assert monitoring_problems(["mgmt1", "gpu1"], **{**GOOD_SETTINGS, "alert_receiver": {}}) == []
+
+
+def test_every_monitoring_problem_at_once_each_naming_its_variable():
+    bad = {
+        "intervals": {"monitoring_gpu_interval": 0, "monitoring_slurm_interval": 30, "monitoring_ups_interval": -1},
+        "durations": {"monitoring_scrape_interval": "15s", "monitoring_retention_time": "30days", "x": "1h30m"},
+        "ups_collector": True,
+        "ups_target": "ups",
+        "scrape_jobs": [{"name": "dcgm", "port": 9400, "hosts": ["gpu1", "gpu9"]}, {"name": "b", "hosts": ["gpu9"]}],
+        "ceph_hosts": ["mgmt1", "ceph9"],
+        "alert_receiver": {"type": "email", "to": "ops@example.org"},
+    }
+    assert monitoring_problems(["mgmt1", "gpu1"], **bad) == [
+        "monitoring_gpu_interval must be 1 or more seconds, got 0",
+        "monitoring_ups_interval must be 1 or more seconds, got -1",
+        "monitoring_ups_target must be UPS@HOST[:PORT], got 'ups'",
+        "monitoring_retention_time: not a Prometheus duration such as 15s, 5m or 30d",
+        "monitoring_scrape_jobs names hosts that are not in the inventory: gpu9",
+        "monitoring_ceph_hosts names hosts that are not in the inventory: ceph9",
+        "monitoring_alert_receiver has no address: a webhook needs its url, e-mail its to and smarthost",
+    ]
+    # Without the UPS collector its target is not read; a receiver without a type says so.
+    assert monitoring_problems(
+        ["mgmt1", "gpu1"], **{**GOOD_SETTINGS, "ups_collector": False, "ups_target": "", "alert_receiver": {"url": "x"}}
+    ) == ["monitoring_alert_receiver needs a type: webhook or email"]
+    assert receiver_address({"type": "webhook", "url": "http://x"}) == "http://x"
