@@ -195,13 +195,19 @@ REJECTED = r"Unexpected CM event .* 8$|RDMA_CM_EVENT_REJECTED; error: 8\."
 
 def test_ib_write_bw_over_rdma_cm_completes(vm_host):
     server, client = vm_host("kvm1"), vm_host("kvm2")
-    server.check_output(f"systemd-run --unit gpulab-test-bw timeout 120 ib_write_bw -d {RXE} -R -D 3")
+    # The server's own bound is long enough for a client that is slow to start under emulation.
+    server.check_output(f"systemd-run --unit gpulab-test-bw timeout 300 ib_write_bw -d {RXE} -R -D 3")
     try:
-        # The server listens a moment after systemd-run returns; a client that comes first is rejected
-        # (RDMA CM event 8, REJECTED) and asks again, for at most 30 s. ib_write_bw then exits 255, which
-        # testinfra takes for a failed ssh: the status is passed on as 254.
-        bw = f"timeout 120 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}"
-        deadline = time.monotonic() + 30
+        # The server listens a moment after systemd-run returns (its rdma_cm ID in state LISTEN: awaited, at
+        # most 120 s); a client that comes first anyway is rejected (RDMA CM event 8, REJECTED) and asks
+        # again, for at most 60 s. ib_write_bw then exits 255, which testinfra takes for a failed ssh: the
+        # status is passed on as 254.
+        listening = "rdma resource show cm_id | grep -q 'state LISTEN' && echo listening || true"
+        waited = time.monotonic() + 120
+        while server.check_output(listening) != "listening" and time.monotonic() < waited:
+            time.sleep(1)
+        bw = f"timeout 90 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}"
+        deadline = time.monotonic() + 60
         while True:
             run = client.run(f"{bw}; rc=$?; exit $((rc == 255 ? 254 : rc))")
             if run.rc == 0 or not re.search(REJECTED, run.stderr, re.M):
@@ -227,7 +233,11 @@ def reboot(ansible_playbook, vm_host, *limit):
     """Reboot through upgrade.yml's plan and apply steps (reboot.yml); check that it was a new boot."""
     names = limit or VMS
     boots = {name: vm_host(name).file("/proc/sys/kernel/random/boot_id").content_string for name in names}
-    run = ansible_playbook("molecule/kernel/reboot.yml", "--tags", "reboot", *(("--limit", *limit) if limit else ()))
+    # A bound for a hung reboot, not an expected time: a reboot of both TCG VMs took up to 300 s with
+    # the other lane's scenarios on the same two cores.
+    run = ansible_playbook(
+        "molecule/kernel/reboot.yml", "--tags", "reboot", *(("--limit", *limit) if limit else ()), timeout=900
+    )
     assert run.returncode == 0, run.stdout[-3000:]
     for name in names:
         assert REBOOT_DECISION.format(name) in run.stdout, run.stdout[-3000:]
