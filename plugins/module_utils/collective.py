@@ -112,11 +112,25 @@ def parse_output(text: str) -> dict[str, Any]:
 
 
 RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
+# torchrun's table of the first worker that failed: "Root Cause (first observed failure):" then
+# "  host : gpu2", "  rank : 1 (local_rank: 0)", "  exitcode : -10 (pid: 8500)" among other fields.
+ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):(.*?)(?:={10,}|$)", re.S)
+ROOT_FIELD = re.compile(r"^\s*(host|rank|exitcode)\s*:\s*(.+?)\s*$", re.M)
 
 
 def failure_summary(text: str, limit: int = 600) -> str:
-    """What a failed run said that matters: Slurm's error lines (an OOM kill, a refused allocation)
-    and each Python exception line (without torch's "[rankN]: " prefix), else the output's end."""
+    """What a failed run said that matters: torchrun's root cause (the first worker that failed: its node,
+    rank and exit code, a negative one being the signal that ended it), Slurm's error lines (an OOM kill,
+    a refused allocation) and each Python exception line (without torch's "[rankN]: " prefix), else
+    the output's end."""
+    causes = []
+    for block in ROOT_CAUSE.findall(text):
+        fields = dict(ROOT_FIELD.findall(block))
+        if fields:
+            causes.append(
+                f"first failure: rank {fields.get('rank', '?')} on {fields.get('host', '?')},"
+                f" exit code {fields.get('exitcode', '?')}"
+            )
     lines = [RANK_PREFIX.sub("", line) for line in text.splitlines()]
     wanted = [
         line.strip()
@@ -124,7 +138,7 @@ def failure_summary(text: str, limit: int = 600) -> str:
         if line.startswith(("srun: error:", "slurmstepd: error:"))
         or (line[:1].isalpha() and ("Error: " in line or "Exception: " in line))
     ]
-    summary = "; ".join(dict.fromkeys(wanted)) or text.strip()[-limit:]
+    summary = "; ".join(dict.fromkeys(causes + wanted)) or text.strip()[-limit:]
     return summary[:limit]
 
 

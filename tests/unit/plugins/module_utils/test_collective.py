@@ -167,3 +167,30 @@ def test_a_failed_run_is_summed_up_by_its_error_lines():
         "srun: error: gpu2: task 1: Exited with exit code 1"
     )
     assert cb.failure_summary("no idea\n") == "no idea"
+
+
+def test_torchrun_s_root_cause_comes_first():
+    # torchrun's table when a worker is ended by a signal (here SIGUSR1: exit code -10).
+    text = (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "/opt/gpulab/bench/collective_bench.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Failures:\n  <NO_OTHER_FAILURES>\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  time      : 2026-12-03_20:40:45\n"
+        "  host      : gpu2\n"
+        "  rank      : 1 (local_rank: 0)\n"
+        "  exitcode  : -10 (pid: 8500)\n"
+        "  error_file: <N/A>\n"
+        "  traceback : Signal 10 (SIGUSR1) received by PID 8500\n"
+        "============================================================\n"
+        "srun: error: gpu2: task 1: Exited with exit code 1\n"
+    )
+    assert cb.failure_summary(text) == (
+        "first failure: rank 1 (local_rank: 0) on gpu2, exit code -10 (pid: 8500); "
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:; "
+        "srun: error: gpu2: task 1: Exited with exit code 1"
+    )
