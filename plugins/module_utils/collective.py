@@ -119,10 +119,10 @@ ROOT_FIELD = re.compile(r"^\s*(host|rank|exitcode)\s*:\s*(.+?)\s*$", re.M)
 
 
 def failure_summary(text: str, limit: int = 600) -> str:
-    """What a failed run said that matters: torchrun's root cause (the first worker that failed: its node,
-    rank and exit code, a negative one being the signal that ended it), Slurm's error lines (an OOM kill,
-    a refused allocation) and each Python exception line (without torch's "[rankN]: " prefix), else
-    the output's end."""
+    """What a failed run said that matters: Slurm's error lines (an OOM kill, a refused allocation), each
+    Python exception line (without torch's "[rankN]: " prefix), and torchrun's root cause (the first
+    worker that failed: its node, rank and exit code, a negative one being the signal that ended it);
+    else the output's end."""
     causes = []
     for block in ROOT_CAUSE.findall(text):
         fields = dict(ROOT_FIELD.findall(block))
@@ -138,7 +138,7 @@ def failure_summary(text: str, limit: int = 600) -> str:
         if line.startswith(("srun: error:", "slurmstepd: error:"))
         or (line[:1].isalpha() and ("Error: " in line or "Exception: " in line))
     ]
-    summary = "; ".join(dict.fromkeys(causes + wanted)) or text.strip()[-limit:]
+    summary = "; ".join(dict.fromkeys(wanted + causes[:1])) or text.strip()[-limit:]
     return summary[:limit]
 
 

