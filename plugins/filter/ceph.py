@@ -6,11 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import missing
+
 FSID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def _not_in(items: list[str], allowed: list[str]) -> list[str]:
-    return list(dict.fromkeys(item for item in items if item not in allowed))
 
 
 def ceph_problems(
@@ -29,7 +27,7 @@ def ceph_problems(
     """What the argument spec cannot check of the ceph_* settings; osd_devices: this host's ceph_osd_devices,
     luks_devices: this host's luks_devices (a disk it encrypts cannot hold an OSD)."""
     problems = []
-    not_mons = _not_in(mds_hosts, mon_hosts)
+    not_mons = missing(mds_hosts, mon_hosts)
     if not_mons:
         problems.append(f"ceph_mds_hosts must be monitor hosts (not: {', '.join(not_mons)})")
     if not FSID.match(fsid):
@@ -40,7 +38,7 @@ def ceph_problems(
         problems.append(
             f"ceph_traffic_class '{traffic_class}' must be one of gpulab_network.networks ({', '.join(networks)})"
         )
-    foreign = _not_in(allow_overwrite, osd_devices)
+    foreign = missing(allow_overwrite, osd_devices)
     if foreign:
         problems.append(f"ceph_allow_overwrite may name only devices in ceph_osd_devices (not: {', '.join(foreign)})")
     luks = [d["device"] for d in luks_devices] + [f"/dev/mapper/{d['name']}" for d in luks_devices]

@@ -23,6 +23,13 @@ def gpus_per_node(hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[str
     return min(counts, default=0)
 
 
+def missing(items: Iterable[str], known: Iterable[str]) -> list[str]:
+    """The items not among known (hosts not in the inventory, devices not in a list), each once, in order:
+    what the roles' settings checks name."""
+    known = set(known)
+    return list(dict.fromkeys(item for item in items if item not in known))
+
+
 def monitoring_server_host(hostvars: Mapping[str, Mapping[str, Any]], groups: Mapping[str, list[str]]) -> str:
     """The host that runs Prometheus, as the monitoring role decides it (monitoring_server): the first host
     whose inventory sets it true, else the first management node that does not set it false; '' for none."""

@@ -7,13 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import missing
+
 UPS_TARGET = re.compile(r"^[A-Za-z0-9_-]+@[^@:\s]+(:[0-9]+)?$")
 DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
-
-
-def _unknown(hosts: list[str], inventory: list[str]) -> list[str]:
-    """hosts not in the inventory, each once, in the order given."""
-    return list(dict.fromkeys(host for host in hosts if host not in inventory))
 
 
 def receiver_address(receiver: Mapping[str, Any]) -> str:
@@ -44,10 +41,10 @@ def monitoring_problems(
     bad = [name for name, value in durations.items() if not DURATION.match(str(value))]
     if bad:
         problems.append(f"{', '.join(bad)}: not a Prometheus duration such as 15s, 5m or 30d")
-    unknown = _unknown([host for job in scrape_jobs for host in job.get("hosts", [])], inventory)
+    unknown = missing([host for job in scrape_jobs for host in job.get("hosts", [])], inventory)
     if unknown:
         problems.append(f"monitoring_scrape_jobs names hosts that are not in the inventory: {', '.join(unknown)}")
-    unknown = _unknown(ceph_hosts, inventory)
+    unknown = missing(ceph_hosts, inventory)
     if unknown:
         problems.append(f"monitoring_ceph_hosts names hosts that are not in the inventory: {', '.join(unknown)}")
     if alert_receiver and "type" not in alert_receiver:

@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import missing
+
 # NUT reads these in the password as syntax (upsd.users, upsmon.conf).
 UNQUOTABLE = re.compile(r"[\s\"'\\#]")
 UPS_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -39,7 +41,7 @@ def ups_problems(
         problems.append(f"ups_name {json.dumps(name)} must be letters, digits, - and _ (a section of ups.conf)")
     if '"' in shutdown_command:
         problems.append("ups_shutdown_command must not hold a double quote (upsmon.conf quotes it)")
-    unknown = [node for node in drain_nodes if node not in inventory]
+    unknown = missing(drain_nodes, inventory)
     if unknown:
         problems.append(f"ups_drain_nodes names hosts that are not in the inventory: {', '.join(unknown)}")
     if not 1 <= int(listen_port) <= 65535:

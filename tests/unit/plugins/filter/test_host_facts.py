@@ -3,6 +3,7 @@ import pytest
 from ansible_collections.gpulab.cluster.plugins.filter.host_facts import (
     gpus_per_node,
     in_container,
+    missing,
     monitoring_server_host,
 )
 
@@ -35,3 +36,8 @@ def test_the_monitoring_server_is_the_inventory_s_choice_else_the_first_manageme
     assert monitoring_server_host({"mgmt1": {}, "mgmt2": {}, "gpu1": {"monitoring_server": True}}, groups) == "gpu1"
     assert monitoring_server_host({"mgmt1": {"monitoring_server": "false"}, "mgmt2": {}, "gpu1": {}}, groups) == "mgmt2"
     assert monitoring_server_host({"gpu1": {}}, {"all": ["gpu1"]}) == ""
+
+
+def test_missing_names_each_unknown_item_once_in_order():
+    assert missing(["gpu9", "gpu1", "gpu9", "ceph9"], ["gpu1", "gpu2"]) == ["gpu9", "ceph9"]
+    assert missing([], ["gpu1"]) == []
