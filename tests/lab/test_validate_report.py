@@ -70,6 +70,7 @@ def test_training_smoke_benchmark_reached_its_target_on_one_and_two_nodes(report
         "2": (2, ["gpu1", "gpu2"], True),
     }
     assert all(1 <= r["epochs_to_target"] <= 30 and r["final_accuracy"] >= 0.95 for r in runs.values())
+    assert all(r["target_accuracy"] == 0.95 and r["samples_per_second"] > 0 for r in runs.values()), runs
     assert checks["training_smoke.2_nodes"]["value"] == runs["2"]["seconds_to_target"]
     sacct = ["docker", "exec", "mgmt1", "sacct", "-n", "-P", "-X", "--name", "gpulab-smoke", "-o", "NNodes,State"]
     states = subprocess.run(sacct, capture_output=True, text=True, check=True).stdout.split()
