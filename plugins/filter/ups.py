@@ -24,6 +24,8 @@ def ups_problems(
     drain_nodes: list[str],
     listen_port: Any,
     gpu_power_limit: Any,
+    storage_nodes: list[str],
+    tier_wait: Any,
 ) -> list[str]:
     """What the argument spec cannot check of the ups_* settings; inventory: every host (groups['all'])."""
     problems = []
@@ -44,6 +46,11 @@ def ups_problems(
     unknown = missing(drain_nodes, inventory)
     if unknown:
         problems.append(f"ups_drain_nodes names hosts that are not in the inventory: {', '.join(unknown)}")
+    unknown = missing(storage_nodes, inventory)
+    if unknown:
+        problems.append(f"ups_storage_nodes names hosts that are not in the inventory: {', '.join(unknown)}")
+    if not 0 <= int(tier_wait) <= 3600:
+        problems.append(f"ups_tier_wait must be 0 (no tiers) to 3600 seconds, got {tier_wait}")
     if not 1 <= int(listen_port) <= 65535:
         problems.append(f"ups_listen_port must be 1-65535, got {listen_port}")
     if not (int(gpu_power_limit) == 0 or 50 <= int(gpu_power_limit) <= 2000):
@@ -51,6 +58,14 @@ def ups_problems(
     return problems
 
 
+def ups_shutdown_command(waits_for: dict[str, str], seconds: int, command: str, script: str) -> str:
+    """upsmon's SHUTDOWNCMD: `command`, behind `script` where the node waits for others (name -> address)."""
+    if not waits_for or seconds <= 0:
+        return command
+    nodes = ",".join(f"{name}={address}" for name, address in sorted(waits_for.items()))
+    return f"{script} {seconds} {nodes} -- {command}"
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"ups_problems": ups_problems}
+        return {"ups_problems": ups_problems, "ups_shutdown_command": ups_shutdown_command}

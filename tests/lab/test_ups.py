@@ -1,11 +1,14 @@
 """The lab's UPS (NUT's dummy-ups on mgmt1, every node watching it): on battery the compute nodes are
 drained in Slurm and an administrator's drain is left alone; power back resumes them; low battery
-shuts the other nodes down first and mgmt1, the UPS host, last. In containers the shutdown command
-leaves a marker (/run/gpulab-ups-shutdown); its time stamps give the order."""
+shuts the nodes down in tiers: gpu1 and gpu2 first, storage1 once they are gone, mgmt1, the UPS host,
+last. In containers the shutdown command leaves a marker (/run/gpulab-ups-shutdown); its time stamps
+give the order, and the test then makes the node stop answering ping, as a node that powered off."""
 
 import json
 import re
 import shlex
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,16 @@ UPS_FILE = "/etc/nut/gpulab-ups.dev"
 MARKER = "/run/gpulab-ups-shutdown"
 NODES = ("mgmt1", "storage1", "gpu1", "gpu2")
 OTHERS = ("storage1", "gpu1", "gpu2")
+COMPUTE = ("gpu1", "gpu2")
+
+
+def answer_ping(node, answer):
+    """Make a node's network stack answer ping or ignore it (in its network namespace, from this machine)."""
+    pid = subprocess.run(
+        ["docker", "inspect", "-f", "{{.State.Pid}}", node], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    setting = f"net.ipv4.icmp_echo_ignore_all={0 if answer else 1}"
+    subprocess.run(["nsenter", "-t", pid, "-n", "sysctl", "-q", "-w", setting], check=True, timeout=30)
 
 
 def simulate(status, charge):
@@ -34,6 +47,8 @@ def reason(node):
 def lab_ups():
     """After each test: the UPS on line, upsmon running again everywhere, no marker left, no UPS drain."""
     yield
+    for node in NODES:
+        answer_ping(node, True)
     simulate("OL", 100)
     # upsd keeps a forced shutdown (FSD) until the driver and upsd start again, as after a power cycle.
     on("mgmt1", "systemctl restart nut-driver@ups nut-server")
@@ -78,19 +93,30 @@ def test_on_battery_drains_the_compute_nodes_and_power_back_resumes_them(lab_ups
     assert not re.search(r"(drained|resumed) gpu2", journal)  # its administrator's drain stays theirs
 
 
-def test_low_battery_shuts_the_other_nodes_down_first_and_the_ups_host_last(lab_ups):
+def test_low_battery_shuts_down_compute_then_storage_then_the_ups_host(lab_ups):
+    since = on("mgmt1", "date +%s.%N")
     simulate("OB LB", 9)
-    stamps = {}
+    stamps, gone = {}, {}
 
     def all_down():
-        for node in NODES:
+        for node in set(NODES) - set(stamps):
             stamp = on(node, f"stat -c %.9Y {MARKER} 2>/dev/null || true")
             if stamp:
                 stamps[node] = float(stamp)
+                gone[node] = time.time()  # before the node stops answering: a tier after it cannot go earlier
+                answer_ping(node, False)  # it has powered off
         return len(stamps) == len(NODES)
 
-    assert wait_for(all_down, 120), stamps
-    assert stamps["mgmt1"] > max(stamps[node] for node in OTHERS), stamps
+    # A bound for a stuck shutdown; each tier waits at most ups_tier_wait (30 s in the lab) for the one before.
+    assert wait_for(all_down, 150, step=1), stamps
+    # storage1 went once gpu1 and gpu2 had gone, and mgmt1 once storage1 had: not at their bounds.
+    assert max(gone[node] for node in COMPUTE) < stamps["storage1"] < gone["storage1"] < stamps["mgmt1"], (stamps, gone)
+    assert stamps["storage1"] - max(gone[node] for node in COMPUTE) < 20, (stamps, gone)
+    assert stamps["mgmt1"] - gone["storage1"] < 20, (stamps, gone)
+    journal = {node: on(node, f"journalctl -t gpulab-ups -o cat --no-pager --since @{since}") for node in NODES}
+    assert "shutdown: gpu1, gpu2 have gone; going now" in journal["storage1"], journal["storage1"]
+    assert "shutdown: gpu1, gpu2, storage1 have gone; going now" in journal["mgmt1"], journal["mgmt1"]
+    assert not any("shutdown:" in journal[node] for node in COMPUTE)  # the first tier waits for nobody
     # mgmt1 asked upsd for the forced shutdown and left the flag that tells the UPS to power off.
     assert on("mgmt1", "upsc ups@127.0.0.1 ups.status").startswith("FSD")
     assert on("mgmt1", "test -e /etc/killpower && echo flag") == "flag"

@@ -27,6 +27,8 @@ UNQUOTABLE = "ups_monitor_password must not hold spaces, quotes, backslashes or 
         ({"ups_shutdown_command": 'sh -c "poweroff"'}, "ups_shutdown_command must not hold a double quote"),
         ({"ups_listen_port": 70000}, "ups_listen_port must be 1-65535, got 70000"),
         ({"ups_gpu_power_limit": 20}, "ups_gpu_power_limit must be 0 (no cap) or watts from 50 to 2000, got 20"),
+        ({"ups_storage_nodes": ["ceph9"]}, "ups_storage_nodes names hosts that are not in the inventory: ceph9"),
+        ({"ups_tier_wait": 7200}, "ups_tier_wait must be 0 (no tiers) to 3600 seconds, got 7200"),
     ],
 )
 def test_bad_ups_settings_are_refused_naming_the_variable(extra_vars, message):
@@ -39,9 +41,10 @@ def test_bad_ups_settings_are_refused_naming_the_variable(extra_vars, message):
 
 
 def test_a_ups_setting_of_the_wrong_type_is_refused_by_the_role_spec():
-    rc, output = monitoring("ups", {"ups_host_sync": "soon"})
-    assert rc != 0
-    assert "ups_host_sync" in output and "Install NUT" not in output, output[-3000:]
+    for name in ("ups_host_sync", "ups_tier_wait"):
+        rc, output = monitoring("ups", {name: "soon"})
+        assert rc != 0
+        assert name in output and "Install NUT" not in output, output[-3000:]
     # A signal the spec does not offer (KILL would end every job at the first power blip).
     rc, output = monitoring("ups", {"ups_job_signal": "KILL"})
     assert rc != 0
