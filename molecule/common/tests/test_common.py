@@ -82,6 +82,14 @@ def test_kernel_and_held_packages_stay_out_of_unattended_upgrades(host):
         assert f'"{pattern}";' in blacklist, pattern
 
 
+def test_a_successful_apt_update_leaves_the_stamp_cache_valid_time_reads(host):
+    # The hook is in apt's own configuration, and an update that finds nothing new still touches it.
+    assert "update-success-stamp" in host.check_output("apt-config dump APT::Update::Post-Invoke-Success")
+    host.check_output("rm -f /var/lib/apt/periodic/update-success-stamp && apt-get update -qq")
+    age = host.check_output("echo $(( $(date +%s) - $(stat -c %Y /var/lib/apt/periodic/update-success-stamp) ))")
+    assert 0 <= int(age) < 300
+
+
 def test_hold_packages_holds(host):
     held = host.check_output("apt-mark showhold").split()
     assert held == ["jq", "rsync"]

@@ -1,0 +1,26 @@
+"""Action of gpulab.cluster.packages: ask dpkg first (the module), and run ansible.builtin.apt with the
+task's options only where it says apt has something to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        status = self._execute_module(module_name="gpulab.cluster.packages", module_args=args, task_vars=task_vars)
+        display.vv(f"packages: {status.get('why', status.get('msg'))}", host=task_vars.get("inventory_hostname"))
+        if status.get("failed") or not status.get("needs_apt", True):
+            result.update(status)
+            return result
+        result.update(self._execute_module(module_name="ansible.builtin.apt", module_args=args, task_vars=task_vars))
+        return result

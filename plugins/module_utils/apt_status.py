@@ -1,0 +1,52 @@
+"""Whether apt would change anything for a list of packages wanted present: read from dpkg's status
+(pure parsing; the packages module runs dpkg-query). Opening apt's cache costs seconds per task, and
+on a run that changes nothing every package task would pay it only to say "ok"."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+# What dpkg-query prints per package: its name, its version and the status abbreviation
+# (desired, current, error: "ii " installed, "hi " installed and held).
+QUERY_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
+# A Debian package name, optionally =VERSION (apt's pin syntax; * matches as in the apt module).
+SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9+.-]+)(?:=(?P<version>[A-Za-z0-9.+~:*-]+))?$")
+
+
+def parse_specs(names: list[str]) -> list[tuple[str, str | None]] | None:
+    """[(name, version pattern or None)], or None where a name is not a plain package (a path, >=, :arch)."""
+    specs = []
+    for item in names:
+        found = SPEC.match(str(item).strip())
+        if not found:
+            return None
+        specs.append((found.group("name"), found.group("version")))
+    return specs
+
+
+def installed(query_output: str) -> dict[str, list[str]]:
+    """Name -> versions fully installed (status ?i with no error flag), from dpkg-query's output."""
+    found: dict[str, list[str]] = {}
+    for line in query_output.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and len(fields[2]) >= 2 and fields[2][1] == "i" and fields[2][2:].strip() == "":
+            found.setdefault(fields[0], []).append(fields[1])
+    return found
+
+
+def missing(specs: list[tuple[str, str | None]], query_output: str) -> list[str]:
+    """The specs (as apt names them) that dpkg has not installed, or not at the pinned version."""
+    have = installed(query_output)
+    return [
+        name if version is None else f"{name}={version}"
+        for name, version in specs
+        if not any(version is None or fnmatch.fnmatch(v, version) for v in have.get(name, []))
+    ]
+
+
+def lists_stale(update_cache: bool, cache_valid_time: int, lists_age: float | None) -> bool:
+    """Whether the apt module would update its lists: asked to, and no cache_valid_time or lists older."""
+    if not update_cache:
+        return False
+    return cache_valid_time <= 0 or lists_age is None or lists_age > cache_valid_time

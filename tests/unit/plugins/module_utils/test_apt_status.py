@@ -1,0 +1,57 @@
+"""apt_status: which wanted packages dpkg has installed (at their pin), and when apt would update its lists."""
+
+from pathlib import Path
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import apt_status
+
+# dpkg-query -W -f '${Package}\t${Version}\t${db:Status-Abbrev}\n' as a node prints it: installed,
+# held, a multi-arch package twice, one removed with its configuration left, one half unpacked, one
+# half configured, one dpkg knows but never installed.
+QUERY = (Path(__file__).parents[2] / "fixtures/apt_status/dpkg-query.txt").read_text()
+
+
+def test_only_fully_installed_packages_count():
+    assert apt_status.installed(QUERY) == {
+        "ceph-common": ["16.2.15+ds-0+deb12u1"],
+        "libnccl2": ["2.21.5-1+cuda12.4"],
+        "nvidia-smi": ["535.247.01-1~deb12u1"],
+        "libc6": ["2.36-9+deb12u14", "2.36-9+deb12u14"],
+    }
+
+
+def test_nothing_missing_where_every_package_is_installed_or_held():
+    specs = apt_status.parse_specs(["ceph-common", "libnccl2=2.21.5-1+cuda12.4", "nvidia-smi=535.247.*", "libc6"])
+    assert apt_status.missing(specs, QUERY) == []
+
+
+def test_missing_names_what_apt_must_install_or_move():
+    specs = apt_status.parse_specs(
+        ["nut-client", "slurmd", "prometheus", "sudo", "tang", "libnccl2=2.20.5-1+cuda12.2", "nvidia-smi=550.*"]
+    )
+    assert apt_status.missing(specs, QUERY) == [
+        "nut-client",  # removed, configuration left
+        "slurmd",  # unpacked, not configured
+        "prometheus",  # configuration failed
+        "sudo",  # known to dpkg, never installed
+        "tang",  # unknown to dpkg
+        "libnccl2=2.20.5-1+cuda12.2",  # another pin
+        "nvidia-smi=550.*",
+    ]
+
+
+def test_names_the_fast_path_cannot_judge():
+    assert apt_status.parse_specs(["./local.deb"]) is None
+    assert apt_status.parse_specs(["libc6:amd64"]) is None
+    assert apt_status.parse_specs(["python3>=3.11"]) is None
+    assert apt_status.parse_specs(["linux-headers-6.1.0-28-amd64", "g++"]) == [
+        ("linux-headers-6.1.0-28-amd64", None),
+        ("g++", None),
+    ]
+
+
+def test_lists_are_stale_as_the_apt_module_judges_them():
+    assert not apt_status.lists_stale(False, 3600, None)  # no update asked for
+    assert not apt_status.lists_stale(True, 3600, 120.0)
+    assert apt_status.lists_stale(True, 3600, 7200.0)
+    assert apt_status.lists_stale(True, 0, 5.0)  # no cache_valid_time: apt updates every time
+    assert apt_status.lists_stale(True, 3600, None)  # never updated
