@@ -22,6 +22,10 @@ images=$(cd "$(dirname "$0")/../images" && pwd)
 # shellcheck source=../images/mirror.sh
 . "$images/mirror.sh"
 # What the roles would install, preinstalled so that the VMs (slow under emulation) only check.
+# apt's update-success stamp, as the common role installs it (the VMs run no common role): package
+# tasks then see lists updated minutes ago as current, where an update that found nothing new would
+# otherwise leave them looking as old as the image.
+update_stamp=$(cd "$(dirname "$0")/../../roles/common/templates" && pwd)/apt-update-stamp.j2
 packages=linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,kmod,openssh-server,python3,python3-apt,iproute2,iputils-ping,procps,ca-certificates,rdma-core,ibverbs-utils,perftest,infiniband-diags,cryptsetup,cryptsetup-bin,clevis,clevis-luks,clevis-systemd,tang,e2fsprogs,xfsprogs
 
 log() { printf 'kernel-vm: %s\n' "$*" >&2; }
@@ -40,7 +44,7 @@ need_tools() {
 }
 
 # The recipe's fingerprint: the cached image is rebuilt when it changes.
-recipe() { { declare -f image; echo "$packages"; cat "$images/install-apt-proxy.sh" "$images/apt-proxy-detect"; } | sha256sum | cut -c1-16; }
+recipe() { { declare -f image; echo "$packages"; cat "$images/install-apt-proxy.sh" "$images/apt-proxy-detect" "$update_stamp"; } | sha256sum | cut -c1-16; }
 
 image() {
   need_tools
@@ -74,6 +78,7 @@ image() {
     getent hosts "$host" | head -1 >>"$root/etc/hosts" || true
   done
   echo 'nameserver 10.0.2.3' >"$root/etc/resolv.conf"
+  tail -n +2 "$update_stamp" >"$root/etc/apt/apt.conf.d/15gpulab-update-stamp"  # without the Jinja header line
   chroot "$root" apt-get update -qq
   # apt in the VMs uses the package cache on the host (QEMU's 10.0.2.2) when it answers.
   "$images/install-apt-proxy.sh" "$root"
