@@ -49,8 +49,8 @@ lab: setup image
 lab-destroy: setup
 	ansible-playbook playbooks/lab-destroy.yml
 
-# The lab from scratch (check mode, converge, no-change rerun), then its validation report,
-# read back and looked at in headless Chromium.
+# The lab from scratch (check mode, converge without the benchmarks, no-change rerun with them),
+# then its validation report, read back and looked at in headless Chromium.
 test-lab: setup image
 	scripts/lab.sh --fresh
 	pytest tests/lab --durations=15
