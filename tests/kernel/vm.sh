@@ -21,11 +21,11 @@ run=$cache/run
 images=$(cd "$(dirname "$0")/../images" && pwd)
 # shellcheck source=../images/mirror.sh
 . "$images/mirror.sh"
-# What the roles would install, preinstalled so that the VMs (slow under emulation) only check.
 # apt's update-success stamp, as the common role installs it (the VMs run no common role): package
 # tasks then see lists updated minutes ago as current, where an update that found nothing new would
 # otherwise leave them looking as old as the image.
 update_stamp=$(cd "$(dirname "$0")/../../roles/common/templates" && pwd)/apt-update-stamp.j2
+# What the roles would install, preinstalled so that the VMs (slow under emulation) only check.
 packages=linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,kmod,openssh-server,python3,python3-apt,iproute2,iputils-ping,procps,ca-certificates,rdma-core,ibverbs-utils,perftest,infiniband-diags,cryptsetup,cryptsetup-bin,clevis,clevis-luks,clevis-systemd,tang,e2fsprogs,xfsprogs
 
 log() { printf 'kernel-vm: %s\n' "$*" >&2; }
