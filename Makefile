@@ -12,7 +12,7 @@ S ?= common
 # The package cache of the test containers and VMs (scripts/package-cache.sh), unless the caller started it.
 WITH_CACHE = [ -n "$${GPULAB_PIP_CACHE+set}" ] || eval "$$(scripts/package-cache.sh start)"; export GPULAB_PIP_CACHE GPULAB_APT_CACHE;
 
-.PHONY: setup engine image lab lab-destroy test test-lab lint test-unit molecule clean
+.PHONY: setup engine image ee lab lab-destroy test test-lab test-ee lint test-unit molecule clean
 
 setup: $(VENV)/.installed .collections/ansible_collections/gpulab/cluster .cache/tools/promtool
 
@@ -46,6 +46,10 @@ image: engine
 lab: setup image
 	scripts/lab.sh
 
+# The execution environment for AWX / Automation Platform, from the test image (no registry).
+ee: setup image
+	scripts/ee.sh
+
 lab-destroy: setup
 	ansible-playbook playbooks/lab-destroy.yml
 
@@ -55,6 +59,10 @@ test-lab: setup image
 	scripts/lab.sh --fresh
 	pytest tests/lab --durations=15
 	ansible-playbook playbooks/lab-destroy.yml >/dev/null
+
+# The execution environment built, then a playbook run in it through ansible-runner.
+test-ee: ee
+	pytest tests/ee
 
 test:
 	scripts/test.sh

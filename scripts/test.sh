@@ -3,7 +3,7 @@
 # where the time went. It is also the benchmark of the suite: rerun it to reproduce the table.
 #
 #   GPULAB_TEST_LANES  lanes separated by ';', each a list of stages run in order (default below).
-#                      Stages: lint, unit, lab, and any Molecule scenario name.
+#                      Stages: lint, unit, lab, ee (the execution environment), and any Molecule scenario name.
 #   GPULAB_SKIP_KERNEL=1  leaves the QEMU scenario `kernel` out (quick local runs)
 #
 # Setup (Docker engine, virtualenv, test image, package cache) runs first, alone. Every stage
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.." || exit 1
 # so one lane; the QEMU VMs and the lab have networks of their own and fill the other. Molecule
 # monitoring (a subnet of its own too) runs where the lanes come out even: lane 1, since the lab
 # grew with the training jobs.
-default_lanes="lint unit preflight common network storage ceph gpu_stack slurm monitoring;kernel lab"
+default_lanes="lint unit preflight common network storage ceph gpu_stack slurm monitoring;kernel lab ee"
 lanes=${GPULAB_TEST_LANES:-$default_lanes}
 if [ -n "${GPULAB_SKIP_KERNEL:-}" ]; then lanes=$(sed -E 's/(^|[ ;])kernel( |;|$)/\1\2/' <<<"$lanes"); fi
 logs=.cache/test
@@ -32,6 +32,7 @@ command_of() {  # the command line of a stage
     lint) echo "make --no-print-directory lint" ;;
     unit) echo "make --no-print-directory test-unit" ;;
     lab) echo "make --no-print-directory test-lab" ;;
+    ee) echo "make --no-print-directory test-ee" ;;
     *) echo "molecule test -s $1" ;;
   esac
 }
