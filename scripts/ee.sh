@@ -8,7 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 work=.cache/ee
+version=$(python -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
 rm -rf "$work"
 mkdir -p "$work"
 ansible-galaxy collection build --output-path "$work" . >/dev/null
-ansible-builder build -f execution-environment.yml --context "$work/context" --container-runtime docker
+# Under a name without the version, so that execution-environment.yml need not spell it.
+mv "$work/gpulab-cluster-$version.tar.gz" "$work/gpulab-cluster.tar.gz"
+ansible-builder build -f execution-environment.yml --context "$work/context" --container-runtime docker \
+  --tag "gpulab/ee:$version"

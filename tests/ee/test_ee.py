@@ -9,7 +9,8 @@ import ansible_runner
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-IMAGE = yaml.safe_load((ROOT / "execution-environment.yml").read_text())["options"]["tags"][0]
+VERSION = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
+IMAGE = f"gpulab/ee:{VERSION}"  # as scripts/ee.sh tags it
 
 
 def results(run, event, task):
@@ -38,7 +39,7 @@ def test_a_playbook_runs_in_the_execution_environment_on_the_installed_collectio
 
     (listed,) = results(run, "runner_on_ok", "List the collection where the image installed it")
     assert json.loads(listed["stdout"]) == {
-        "/usr/share/ansible/collections/ansible_collections": {"gpulab.cluster": {"version": "0.1.0"}}
+        "/usr/share/ansible/collections/ansible_collections": {"gpulab.cluster": {"version": VERSION}}
     }
 
     (compared,) = results(run, "runner_on_failed", "Compare two nodes whose kernels differ")
