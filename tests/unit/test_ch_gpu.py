@@ -9,8 +9,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import jinja2
 import pytest
+from role_templates import render
 
 SCRIPT = Path(__file__).resolve().parents[2] / "roles/training/files/gpulab-ch-gpu"
 
@@ -32,17 +32,20 @@ echo "end $*" >>"$STAND_IN/calls"
 """
 
 
+def install_programs(bin_dir, programs):
+    for name, text in programs.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+
+
 @pytest.fixture
 def node():
     # A world-readable directory (not pytest's tmp_path, private to its user): the unwritable-image
     # case runs the script as nobody.
     root = Path(tempfile.mkdtemp(prefix="gpulab-ch-gpu-"))
     root.chmod(0o755)
-    bin_dir = root / "bin"
-    bin_dir.mkdir()
-    for name, text in {"nvidia-smi": NVIDIA_SMI, "ch-fromhost": CH_FROMHOST}.items():
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
+    (root / "bin").mkdir()
+    install_programs(root / "bin", {"nvidia-smi": NVIDIA_SMI, "ch-fromhost": CH_FROMHOST})
     image = root / "images/busybox"
     (image / "etc").mkdir(parents=True)
     (root / "driver").write_text("550.127.05\n")
@@ -177,19 +180,11 @@ echo "ch-run $*" >>"$STAND_IN/calls"
 def container_job(node, gpus_per_node):
     """The container job template rendered for a cluster with gpus_per_node GPUs per node, reading
     its settings from the node's stand-in training.env."""
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters.update(comment=lambda text: f"# {text}", dirname=os.path.dirname)
-    text = env.from_string(TEMPLATE.read_text()).render(
-        ansible_managed="Ansible managed",
-        training_datasets_dir="/mnt/cephfs/datasets",
-        training_gpus_per_node=gpus_per_node,
-    )
+    text = render(TEMPLATE, training_datasets_dir="/mnt/cephfs/datasets", training_gpus_per_node=gpus_per_node)
     (node / "training.env").write_text("GPULAB_DATASETS=/mnt/cephfs/datasets\n")
     job = node / "container.sbatch"
     job.write_text(text.replace("/etc/gpulab/training.env", str(node / "training.env")))
-    for name, script in {"srun": SRUN, "ch-run": CH_RUN, "gpulab-ch-gpu": SCRIPT.read_text()}.items():
-        (node / "bin" / name).write_text(script)
-        (node / "bin" / name).chmod(0o755)
+    install_programs(node / "bin", {"srun": SRUN, "ch-run": CH_RUN, "gpulab-ch-gpu": SCRIPT.read_text()})
     return job
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jinja2
+from role_templates import render
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "roles" / "monitoring" / "templates" / "gpulab_gpu_metrics.py.j2"
@@ -15,11 +15,7 @@ XID_79 = "NVRM: Xid (PCI:0000:c1:00): 79, pid='<unknown>', name=<unknown>, GPU h
 
 
 def collector(tmp_path):
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.filters.update(comment=lambda text: f"# {text}", to_json=lambda value: repr(str(value)))
-    text = env.from_string(TEMPLATE.read_text()).render(
-        ansible_managed="Ansible managed", __monitoring_lib=ROOT / ".collections"
-    )
+    text = render(TEMPLATE, __monitoring_lib=str(ROOT / ".collections"))
     path = tmp_path / "gpulab_gpu_metrics.py"
     path.write_text(text)
     return path
