@@ -11,6 +11,12 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import P
 
 PREFIX = "validation_"
 OLD_PREFIX = "validate_"  # the prefix while the settings lived in playbooks/vars/validate.yml
+# Settings of the benchmark's own torch, gone since it runs in the training environment: where each went.
+MOVED = {
+    "validation_torch_spec": "training_versions.pytorch (or gpulab_versions.pytorch)",
+    "validation_wheel_dir": "training_wheel_dir",
+    "validation_pip_index_url": "training_pip_index_url",
+}
 
 
 def _number(value: Any) -> float | None:
@@ -36,6 +42,10 @@ def validate_problems(
         f"{name} is no longer read: the setting is {PREFIX}{name[len(OLD_PREFIX) :]} now"
         for name in sorted(settings)
         if name.startswith(OLD_PREFIX)
+    ] + [
+        f"{name} is no longer read: the benchmark runs with the training environment's torch; set {MOVED[name]}"
+        for name in sorted(settings)
+        if name in MOVED
     ]
     settings = {k[len(PREFIX) :]: v for k, v in settings.items() if k.startswith(PREFIX)}
     for name in ("net_hosts", "bench_hosts"):

@@ -69,9 +69,9 @@ options:
     type: int
     default: 1
   python:
-    description: Python interpreter with torch installed.
+    description: Python interpreter with torch installed (the training environment's).
     type: path
-    default: /opt/gpulab/bench/bin/python
+    default: /opt/gpulab/train/bin/python
   script:
     description: The benchmark worker.
     type: path
@@ -211,7 +211,7 @@ ARGUMENT_SPEC = dict(
     master_addr=dict(type="str", default="127.0.0.1"),
     master_port=dict(type="int", default=29500),
     nproc_per_node=dict(type="int", default=1),
-    python=dict(type="path", default="/opt/gpulab/bench/bin/python"),
+    python=dict(type="path", default="/opt/gpulab/train/bin/python"),
     script=dict(type="path", default="/opt/gpulab/bench/collective_bench.py"),
     sizes=dict(type="list", elements="int", default=[]),
     steps=dict(type="int", default=10),
@@ -293,7 +293,11 @@ def launch(module: AnsibleModule, role: str) -> tuple[list[str], tuple[str, int]
 def run_failure(p: dict, rc: int, output: str, command: list[str], rendezvous: tuple[str, int]):
     """The record of a benchmark run that exited rc (not 0)."""
     if "No module named 'torch'" in output[-3000:]:
-        return unavailable("collective.run", f"torch is not installed for {p['python']}", code="BENCH_MISSING")
+        return unavailable(
+            "collective.run",
+            f"torch is not installed for {p['python']} (pytorch in training_frameworks installs it)",
+            code="BENCH_MISSING",
+        )
     if rc == 124:
         return failed(
             "collective.run",
@@ -316,8 +320,8 @@ def main() -> None:
     if missing:
         record = unavailable(
             "collective.run",
-            f"{' and '.join(missing)} not found on {os.uname().nodename}: the validation role installs the "
-            "benchmark (validation_collective_bench: true)",
+            f"{' and '.join(missing)} not found on {os.uname().nodename}: the training role installs torch "
+            "(pytorch in training_frameworks), the validation role the worker (validation_collective_bench: true)",
             code="BENCH_MISSING",
         )
         exit_with_records(module, [record], role=role, **extra)

@@ -92,6 +92,16 @@ def test_an_old_validate_setting_is_refused_with_its_new_name():
     ]
 
 
+def test_a_setting_of_the_benchmarks_own_torch_is_refused_with_where_it_went():
+    settings = dict(GOOD, validation_torch_spec="torch==2.13.0", validation_wheel_dir="/srv/wheels")
+    assert validate_problems(settings, HOSTS, {"gpu1": 2, "gpu2": None}) == [
+        "validation_torch_spec is no longer read: the benchmark runs with the training environment's torch; "
+        "set training_versions.pytorch (or gpulab_versions.pytorch)",
+        "validation_wheel_dir is no longer read: the benchmark runs with the training environment's torch; "
+        "set training_wheel_dir",
+    ]
+
+
 def test_gate_problems_judge_one_node_as_the_report_does():
     from ansible_collections.gpulab.cluster.plugins.filter.validate import gate_problems
 
