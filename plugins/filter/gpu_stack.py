@@ -244,9 +244,44 @@ def nccl_settings(plan: Mapping[str, Any], rdma_devices: list[str] | None = None
     return settings
 
 
+# The roles' settings the argument specs cannot check, each problem naming its variable (tasks/preflight.yml).
+DRIVER_VERSION = re.compile(r"^\d+(\.\d+)+$")
+CUDA_VERSION = re.compile(r"^\d+\.\d+$")
+NCCL_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def nvidia_driver_problems(version: Any, *, branch: Any) -> list[str]:
+    """An exact driver version must belong to the pinned branch (535 or tesla-535: 535.x.y)."""
+    version, number = str(version or ""), re.sub(r"^tesla-", "", str(branch))
+    if not version or (DRIVER_VERSION.match(version) and version.startswith(number + ".")):
+        return []
+    return [
+        f"nvidia_driver_version must be empty or an upstream version of branch {branch} such as "
+        f"{number}.309.01; got '{version}'"
+    ]
+
+
+def cuda_problems(version: Any, *, source: str, distribution: str) -> list[str]:
+    """The toolkit's version is major.minor; Debian alone packages the toolkit in the distribution."""
+    problems = []
+    if not CUDA_VERSION.match(str(version)):
+        problems.append(f"cuda_version must be major.minor such as 12.4 (got '{version}')")
+    if source == "distribution" and distribution != "Debian":
+        problems.append(f"cuda_source 'distribution' exists on Debian only (got '{source}' on {distribution})")
+    return problems
+
+
+def nccl_problems(version: Any) -> list[str]:
+    """NCCL is pinned to an exact release."""
+    return [] if NCCL_VERSION.match(str(version)) else [f"nccl_version must look like 2.21.5, got '{version}'"]
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
+            "nvidia_driver_problems": nvidia_driver_problems,
+            "cuda_problems": cuda_problems,
+            "nccl_problems": nccl_problems,
             "nvidia_driver_packages": nvidia_driver_packages,
             "cuda_packages": cuda_packages,
             "nccl_packages": nccl_packages,

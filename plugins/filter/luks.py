@@ -1,0 +1,43 @@
+"""The luks role's settings checked before any disk is touched: every problem at once, each naming its variable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def luks_problems(
+    devices: list[Mapping[str, Any]], *, keys: Mapping[str, Any], tang: bool, tang_settings: Mapping[str, Any],
+    hosts: Iterable[str], networks: Mapping[str, Any],
+) -> list[str]:  # fmt: skip
+    """Each device has a unique name and a key; with Tang, its server, network and unlock timeout are real.
+
+    tang_settings: {server, network, unlock_timeout} (luks_tang_*); hosts: the inventory's hosts;
+    networks: gpulab_network's networks.
+    """
+    problems = []
+    names = [str(device.get("name")) for device in devices]
+    keyless = [name for name in names if name not in keys]
+    if keyless or len(set(names)) != len(names):
+        problems.append(
+            "luks_devices must have unique names, each with a key in luks_keys; "
+            f"without a key: {', '.join(keyless) or 'none'}"
+        )
+    if not tang:
+        return problems
+    server, network, timeout = (tang_settings.get(k) for k in ("server", "network", "unlock_timeout"))
+    if server not in set(hosts):
+        problems.append(f"luks_tang needs luks_tang_server to be an inventory host (got '{server}')")
+    if network not in networks:
+        known = ", ".join(networks)
+        problems.append(
+            f"luks_tang needs luks_tang_network to be one of gpulab_network's networks ({known}; got '{network}')"
+        )
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
+        problems.append(f"luks_tang needs luks_tang_unlock_timeout at least 1 (got {timeout})")
+    return problems
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {"luks_problems": luks_problems}
