@@ -123,3 +123,20 @@ def test_prune_removes_only_stale_files_that_match(run_module, tmp_path):
     assert not stale.exists() and keep.exists() and other.exists() and (tmp_path / "05-gpulab-dir.network").is_dir()
     result, failed = run_module(files.main, args)
     assert not failed and not result["changed"] and result["diff"] == []
+
+
+def test_no_files_with_prune_removes_the_one_file_a_role_no_longer_wants(run_module, tmp_path):
+    # nvidia_driver's version pin: written while nvidia_driver_version is set, removed once it is not.
+    pin, other = tmp_path / "gpulab-nvidia-driver", tmp_path / "gpulab-cuda"
+    args = {
+        "files": [entry(pin, "Pin: version 535.216.01*\n")],
+        "prune": [{"path": str(tmp_path), "patterns": [pin.name]}],
+    }
+    result, failed = run_module(files.main, args)
+    assert not failed and result["changed_paths"] == [str(pin)] and pin.exists()
+    other.write_text("kept\n")
+    args["files"] = []
+    result, failed = run_module(files.main, args)
+    assert not failed and result["changed_paths"] == [str(pin)] and not pin.exists() and other.exists()
+    result, failed = run_module(files.main, args)
+    assert not failed and not result["changed"]
