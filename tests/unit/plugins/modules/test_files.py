@@ -140,3 +140,17 @@ def test_no_files_with_prune_removes_the_one_file_a_role_no_longer_wants(run_mod
     assert not failed and result["changed_paths"] == [str(pin)] and not pin.exists() and other.exists()
     result, failed = run_module(files.main, args)
     assert not failed and not result["changed"]
+
+
+def test_directories_alone_with_setgid_and_sticky_bits(run_module, tmp_path):
+    # The training role's shared directories: datasets group-writable and setgid, checkpoints like /tmp.
+    datasets, checkpoints = tmp_path / "datasets", tmp_path / "checkpoints"
+    args = {
+        "directories": [{"path": str(datasets), "mode": "2775"}, {"path": str(checkpoints), "mode": "1777"}],
+        "files": [],
+    }
+    result, failed = run_module(files.main, args)
+    assert not failed and result["changed_paths"] == [str(datasets), str(checkpoints)]
+    assert stat.S_IMODE(datasets.stat().st_mode) == 0o2775 and stat.S_IMODE(checkpoints.stat().st_mode) == 0o1777
+    result, failed = run_module(files.main, args)
+    assert not failed and not result["changed"]
