@@ -28,6 +28,19 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _retired(settings: Mapping[str, Any]) -> list[str]:
+    """Settings no longer read, each named with what replaced it."""
+    return [
+        f"{name} is no longer read: the setting is {PREFIX}{name[len(OLD_PREFIX) :]} now"
+        for name in sorted(settings)
+        if name.startswith(OLD_PREFIX)
+    ] + [
+        f"{name} is no longer read: the benchmark runs with the training environment's torch; set {MOVED[name]}"
+        for name in sorted(settings)
+        if name in MOVED
+    ]
+
+
 def validate_problems(
     settings: Mapping[str, Any], known_hosts: Iterable[str], gpu_counts: Mapping[str, Any]
 ) -> list[str]:
@@ -38,15 +51,7 @@ def validate_problems(
     (None if unset), so its keys are the compute nodes.
     """
     known = set(known_hosts)
-    problems = [
-        f"{name} is no longer read: the setting is {PREFIX}{name[len(OLD_PREFIX) :]} now"
-        for name in sorted(settings)
-        if name.startswith(OLD_PREFIX)
-    ] + [
-        f"{name} is no longer read: the benchmark runs with the training environment's torch; set {MOVED[name]}"
-        for name in sorted(settings)
-        if name in MOVED
-    ]
+    problems = _retired(settings)
     settings = {k[len(PREFIX) :]: v for k, v in settings.items() if k.startswith(PREFIX)}
     for name in ("net_hosts", "bench_hosts"):
         hosts = settings.get(name) or []
