@@ -123,5 +123,6 @@ def test_bad_input_is_refused_naming_the_variable(ansible_playbook):
     run = ansible_playbook("playbooks/storage.yml", "--check", "-e", json.dumps(bad_tang))
     assert run.returncode == 2
     message = " ".join(run.stdout.split())
-    assert "luks_tang needs luks_tang_network to be one of gpulab_network's networks" in message and "got 'stroage'" in message
+    assert "luks_tang needs luks_tang_network to be one of gpulab_network's networks" in message
+    assert "got 'stroage'" in message
     assert "luks_tang needs luks_tang_unlock_timeout at least 1 (got 0)" in message

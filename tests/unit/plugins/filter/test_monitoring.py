@@ -1,6 +1,8 @@
 import re
 from pathlib import Path
 
+import yaml
+
 from ansible_collections.gpulab.cluster.plugins.filter.monitoring import (
     collector_files,
     monitoring_problems,
@@ -64,8 +66,8 @@ def imported(text):
 
 def test_each_collector_copies_every_module_util_it_imports():
     # The role copies a hand-kept list of files next to each collector: one missing breaks it on the node only.
-    role_vars = (ROOT / "roles/monitoring/vars/main.yml").read_text()
-    listed = dict(re.findall(r"'name': '(\w+)'.*?'code': \[([^\]]*)\]", role_vars, re.S))
+    table = yaml.safe_load((ROOT / "roles/monitoring/vars/main.yml").read_text())["__monitoring_collector_table"]
+    listed = {row["collector"]["name"]: row["collector"]["code"] for row in table}
     assert set(listed) == {"gpu", "slurm", "ups"}
     for name, code in listed.items():
         needed = imported((ROOT / f"roles/monitoring/templates/gpulab_{name}_metrics.py.j2").read_text())
@@ -74,7 +76,7 @@ def test_each_collector_copies_every_module_util_it_imports():
             more = imported((ROOT / "plugins/module_utils" / todo.pop()).read_text()) - needed
             needed |= more
             todo |= more
-        assert needed == set(re.findall(r"'([\w.]+\.py)'", code)), name
+        assert needed == set(code), name
 
 
 GOOD_SETTINGS = {
