@@ -36,9 +36,8 @@ run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed 
   echo $((end - start))
 }
 
-changed_hosts() {  # hosts whose PLAY RECAP line reports changes
-  awk '/PLAY RECAP/ {r=1; next} r && /changed=/ {split($4, c, "="); if (c[2] > 0) print $1}' "$1"
-}
+# shellcheck source=scripts/run-log.sh
+. scripts/run-log.sh
 
 if [ "$fresh" = --fresh ]; then
   ansible-playbook playbooks/lab-destroy.yml >"$logdir/destroy.log" 2>&1 || { tail -30 "$logdir/destroy.log"; exit 1; }

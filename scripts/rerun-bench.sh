@@ -9,6 +9,8 @@
 # the virtualenv from pyproject's `mitogen` extra when missing). Logs: .cache/bench/<variant>-<n>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/run-log.sh
+. scripts/run-log.sh
 runs=${1:-3}
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
 logs=.cache/bench
@@ -23,7 +25,7 @@ mitogen_strategies="$(python -c 'import ansible_mitogen, os; print(os.path.dirna
 printf -- '---\nall:\n  vars:\n    ansible_connection: docker\n' >"$logs/mitogen-inventory.yml"
 
 run_variant() {  # $1 name, $2 "mitogen" or "", then ansible-playbook options; prints the median seconds
-  local name=$1 strategy=$2 n start seconds=()  # seconds: each run's milliseconds
+  local name=$1 strategy=$2 n start changed seconds=()  # seconds: each run's milliseconds
   shift 2
   for n in $(seq "$runs"); do
     start=$(date +%s%N)
@@ -34,13 +36,13 @@ run_variant() {  # $1 name, $2 "mitogen" or "", then ansible-playbook options; p
       ansible-playbook site.yml "$@" >"$logs/$name-$n.log" 2>&1
     fi || { tail -30 "$logs/$name-$n.log" >&2; echo "rerun-bench: $name run $n failed" >&2; exit 1; }
     seconds+=("$((($(date +%s%N) - start) / 1000000))")  # milliseconds
-    if awk '/PLAY RECAP/ {r=1; next} r && /changed=/ {split($4, c, "="); if (c[2] > 0) bad=1} END {exit !bad}' \
-      "$logs/$name-$n.log"; then
-      echo "rerun-bench: $name run $n changed something (log: $logs/$name-$n.log)" >&2
+    changed=$(changed_hosts "$logs/$name-$n.log")
+    if [ -n "$changed" ]; then
+      echo "rerun-bench: $name run $n changed something on $(xargs <<<"$changed") (log: $logs/$name-$n.log)" >&2
       exit 1
     fi
   done
-  printf '%s\n' "${seconds[@]}" | sort -n | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR + 1) / 2)] / 1000}'
+  median_seconds "${seconds[@]}"
 }
 
 echo "rerun-bench: $runs no-change runs of site.yml per variant on: $(ansible all --list-hosts | tail -n +2 | xargs)"

@@ -12,6 +12,8 @@
 # (GPULAB_SCALE_KEEP=1 keeps it). Logs and the inventory layer: .cache/scale/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/run-log.sh
+. scripts/run-log.sh
 extra=${1:-12}
 runs=${2:-1}
 export PATH="$PWD/.venv/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
@@ -41,19 +43,19 @@ play() {  # $1 log name, then ansible-playbook arguments; exits on failure
 }
 
 reruns() {  # $1 size name, then inventory options; prints the median seconds of RUNS reruns
-  local size=$1 n start seconds=()
+  local size=$1 n start changed seconds=()
   shift
   for n in $(seq "$runs"); do
     start=$(date +%s%N)
     play "$size-rerun-$n" site.yml "$@" --skip-tags validate_long
     seconds+=("$((($(date +%s%N) - start) / 1000000))")
-    if awk '/PLAY RECAP/ {r=1; next} r && /changed=/ {split($4, c, "="); if (c[2] > 0) bad=1} END {exit !bad}' \
-      "$logs/$size-rerun-$n.log"; then
-      echo "scale-bench: the $size rerun $n changed something (log: $logs/$size-rerun-$n.log)" >&2
+    changed=$(changed_hosts "$logs/$size-rerun-$n.log")
+    if [ -n "$changed" ]; then
+      echo "scale-bench: the $size rerun $n changed something on $(xargs <<<"$changed") (log: $logs/$size-rerun-$n.log)" >&2
       exit 1
     fi
   done
-  printf '%s\n' "${seconds[@]}" | sort -n | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR + 1) / 2)] / 1000}'
+  median_seconds "${seconds[@]}"
 }
 
 echo "scale-bench: 4 nodes, then $((extra + 4)); $runs no-change rerun(s) each (--skip-tags validate_long)"
