@@ -6,6 +6,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
+def _whole(value: Any) -> int:
+    """A whole number as the argument spec's int takes it ("60" too); 0 for anything else."""
+    try:
+        return 0 if isinstance(value, bool) else int(str(value))
+    except ValueError:
+        return 0
+
+
 def luks_problems(
     devices: list[Mapping[str, Any]], *, keys: Mapping[str, Any], tang: bool, tang_settings: Mapping[str, Any],
     hosts: Iterable[str], networks: Mapping[str, Any],
@@ -33,7 +41,7 @@ def luks_problems(
         problems.append(
             f"luks_tang needs luks_tang_network to be one of gpulab_network's networks ({known}; got '{network}')"
         )
-    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
+    if _whole(timeout) < 1:
         problems.append(f"luks_tang needs luks_tang_unlock_timeout at least 1 (got {timeout})")
     return problems
 

@@ -78,6 +78,11 @@ def test_tang_settings_are_checked_only_with_tang_and_all_at_once():
     args = {"keys": {}, "hosts": ["mgmt1", "gpu1"], "networks": NETWORKS}
     assert luks_problems([], tang=False, tang_settings=bad, **args) == []
     assert luks_problems([], tang=True, tang_settings=TANG, **args) == []
+    assert luks_problems([], tang=True, tang_settings=dict(TANG, unlock_timeout="60"), **args) == []
+    for timeout in (0, "0", 1.5, "soon", None, True):
+        assert luks_problems([], tang=True, tang_settings=dict(TANG, unlock_timeout=timeout), **args) == [
+            f"luks_tang needs luks_tang_unlock_timeout at least 1 (got {timeout})"
+        ]
     assert luks_problems([], tang=True, tang_settings=bad, **args) == [
         "luks_tang needs luks_tang_server to be an inventory host (got 'mgmt9')",
         "luks_tang needs luks_tang_network to be one of gpulab_network's networks (management, storage; got 'stroage')",
