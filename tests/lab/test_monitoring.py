@@ -32,15 +32,21 @@ def test_prometheus_scrapes_every_node_and_ceph_s_manager():
     assert [(r["metric"]["instance"], r["value"][1]) for r in health] == [("storage1", "0")]
 
 
+def node_states(answer):
+    return {r["metric"]["state"]: r["value"][1] for r in answer["gpulab_slurm_nodes"]}
+
+
 def test_the_slurm_collector_reports_both_compute_nodes():
+    # The collector samples every 30 s: one taken while the validation's smoke job held both nodes
+    # says "allocated" until the next, so wait for the idle nodes rather than for any sample.
     def slurm():
         answer = query("gpulab_slurm_up", "gpulab_slurm_nodes")
-        return answer if answer["gpulab_slurm_up"] and answer["gpulab_slurm_nodes"] else None
+        return answer if answer["gpulab_slurm_up"] and node_states(answer) == {"idle": "2"} else None
 
-    answer = wait_for(slurm, 90)
+    answer = wait_for(slurm, 120)
     assert answer, query("gpulab_slurm_up", "gpulab_slurm_nodes")
     assert [r["value"][1] for r in answer["gpulab_slurm_up"]] == ["1"]
-    assert {r["metric"]["state"]: r["value"][1] for r in answer["gpulab_slurm_nodes"]} == {"idle": "2"}
+    assert node_states(answer) == {"idle": "2"}
 
 
 def test_a_drained_node_shows_with_its_reason():
