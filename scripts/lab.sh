@@ -21,6 +21,9 @@ if [ -z "${GPULAB_LAB_WHEELS+set}" ]; then
   export GPULAB_LAB_WHEELS
 fi
 
+# shellcheck source=scripts/run-log.sh
+. scripts/run-log.sh
+
 run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed seconds.
   # The whole output goes to the log; each play and role as it starts goes to stderr.
   local start end name=$1
@@ -28,16 +31,13 @@ run_site() {  # $1: log name, then ansible-playbook options. Prints the elapsed 
   start=$(date +%s)
   echo "lab: site.yml $name (log: $logdir/$name.log)" >&2
   if ! ansible-playbook site.yml "$@" 2>&1 | scripts/progress.py "$logdir/$name.log" "$name"; then
-    tail -40 "$logdir/$name.log" >&2
+    failures "$logdir/$name.log" >&2
     echo "lab: site.yml failed ($name); full log: $logdir/$name.log" >&2
     exit 1
   fi
   end=$(date +%s)
   echo $((end - start))
 }
-
-# shellcheck source=scripts/run-log.sh
-. scripts/run-log.sh
 
 if [ "$fresh" = --fresh ]; then
   ansible-playbook playbooks/lab-destroy.yml >"$logdir/destroy.log" 2>&1 || { tail -30 "$logdir/destroy.log"; exit 1; }

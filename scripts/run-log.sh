@@ -8,3 +8,14 @@ changed_hosts() {  # $1 log: the hosts whose PLAY RECAP line reports changes, on
 median_seconds() {  # run times in milliseconds as arguments: their median in seconds, one decimal
   printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR + 1) / 2)] / 1000}'
 }
+
+failures() {  # $1 log: each failed task (not ignored) with its host's error, then the PLAY RECAP lines
+  awk '
+    /^TASK \[/ { task = $0 }
+    /^(fatal|failed): \[/ { if (pending != "") print pending; pending = task "\n  " substr($0, 1, 2000); next }
+    pending != "" { if ($0 != "...ignoring") print pending; pending = "" }
+    /^PLAY RECAP/ { recap = 1 }
+    recap && NF == 0 { recap = 0 }
+    recap { print }
+  ' "$1"
+}
