@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import DRAIN_PREFIXES
+
 MIN_MUNGE_KEY = 32  # bytes; munged refuses shorter keys
 
 
@@ -76,6 +80,25 @@ def slurm_controller_host(slurm_controller: str | None, groups: Mapping[str, lis
     return slurm_controller or (list(groups.get("management") or []) + [""])[0]
 
 
+def drain_prefix(owner: str) -> str:
+    """The reason prefix `owner` (validate, upgrade, upgrade_ceph, ups, node_check) drains Slurm nodes with."""
+    try:
+        return DRAIN_PREFIXES[owner]
+    except KeyError:
+        raise AnsibleFilterError(f"drain_prefix: unknown owner {owner!r}, known: {', '.join(DRAIN_PREFIXES)}") from None
+
+
+def other_drain_prefixes(owner: str) -> list[str]:
+    """The prefixes of every owner but `owner`: the drains it must leave alone."""
+    mine = drain_prefix(owner)
+    return [prefix for prefix in DRAIN_PREFIXES.values() if prefix != mine]
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"slurm_problems": slurm_problems, "slurm_controller_host": slurm_controller_host}
+        return {
+            "slurm_problems": slurm_problems,
+            "slurm_controller_host": slurm_controller_host,
+            "drain_prefix": drain_prefix,
+            "other_drain_prefixes": other_drain_prefixes,
+        }

@@ -97,6 +97,19 @@ def parse_node_line(line: str) -> tuple[str, str]:
     return state, reason
 
 
+# The reasons gpulab drains Slurm nodes with, one prefix per owner. Each owner resumes only the nodes whose
+# reason starts with its own prefix and leaves every other reason alone. The Slurm node check's reasons are
+# "gpulab: <problem>": any gpulab reason that no other owner's prefix starts.
+GPULAB_REASON = "gpulab:"
+DRAIN_PREFIXES = {
+    "node_check": GPULAB_REASON,
+    "validate": "gpulab: validate:",
+    "upgrade": "gpulab: upgrade",
+    "upgrade_ceph": "gpulab: upgrade-ceph:",
+    "ups": "gpulab: ups:",
+}
+
+
 def drain_action(state: str, reason: str, problem: str | None, prefix: str) -> str | None:
     """What to do with one node: 'drain', 'resume' or None.
 

@@ -78,14 +78,15 @@ def main() -> None:
         argument_spec=dict(
             nodes=dict(type="list", elements="str", required=True),
             problems=dict(type="dict", default={}),
-            prefix=dict(type="str", default="gpulab: validate:"),
+            prefix=dict(type="str", default=slurm.DRAIN_PREFIXES["validate"]),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    if not p["prefix"].startswith("gpulab:"):
+    if not p["prefix"].startswith(slurm.GPULAB_REASON):
         module.fail_json(
-            msg=f"prefix must start with 'gpulab:' so that only gpulab's drains are resumed, got {p['prefix']!r}"
+            msg=f"prefix must start with '{slurm.GPULAB_REASON}' so that only gpulab's drains are resumed, "
+            f"got {p['prefix']!r}"
         )
     scontrol = module.get_bin_path("scontrol")
     if not scontrol:

@@ -1,4 +1,12 @@
-from ansible_collections.gpulab.cluster.plugins.filter.slurm import slurm_controller_host, slurm_problems
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpulab.cluster.plugins.filter.slurm import (
+    drain_prefix,
+    other_drain_prefixes,
+    slurm_controller_host,
+    slurm_problems,
+)
 
 GROUPS = {"all": ["mgmt1", "gpu1", "gpu2"], "management": ["mgmt1"], "compute": ["gpu1", "gpu2"]}
 NODE = {"gpulab_cpus": 16, "gpulab_memory_mb": 64000, "gpulab_gpu_count": 2}
@@ -41,3 +49,16 @@ def test_the_controller_is_the_one_named_else_the_first_management_node():
     assert slurm_controller_host(None, groups) == "mgmt1"
     assert slurm_controller_host("mgmt2", groups) == "mgmt2"
     assert slurm_controller_host("", {"compute": ["gpu1"]}) == ""  # no Slurm without a management node
+
+
+def test_each_owner_drains_under_its_own_prefix_and_leaves_the_others():
+    assert drain_prefix("ups") == "gpulab: ups:"
+    assert other_drain_prefixes("node_check") == [
+        "gpulab: validate:",
+        "gpulab: upgrade",
+        "gpulab: upgrade-ceph:",
+        "gpulab: ups:",
+    ]
+    assert "gpulab: validate:" not in other_drain_prefixes("validate")
+    with pytest.raises(AnsibleFilterError, match="unknown owner 'backup', known: node_check, validate"):
+        drain_prefix("backup")
