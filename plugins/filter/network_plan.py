@@ -237,6 +237,9 @@ def networkd_files(links: list[dict[str, Any]], directory: str) -> list[dict[str
     ]
 
 
+MIN_ROLLBACK_SECONDS = 30
+
+
 def _int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
@@ -263,6 +266,17 @@ def bond_problems(bonds: Any, networks: dict[str, Any], variable: str = "gpulab_
             elif member in direct:
                 problems.append(f"{member} is in {name} and also a network's interface; use {name} there")
             owner[member] = name
+    return problems
+
+
+def network_problems(bonds: Any, networks: dict[str, Any], rollback_seconds: int) -> list[str]:
+    """The network role's settings its argument spec cannot check: network_bonds, network_rollback_seconds."""
+    problems = bond_problems(bonds, networks, "network_bonds")
+    if rollback_seconds < MIN_ROLLBACK_SECONDS:
+        problems.append(
+            f"network_rollback_seconds must be at least {MIN_ROLLBACK_SECONDS} (reconnecting takes time); "
+            f"got {rollback_seconds}"
+        )
     return problems
 
 
@@ -385,6 +399,7 @@ class FilterModule:
             "host_links": host_links,
             "interface_problems": interface_problems,
             "link_mismatches": link_mismatches,
+            "network_problems": network_problems,
             "node_address": node_address,
             "node_addresses": node_addresses,
             "networkd_files": networkd_files,

@@ -40,7 +40,7 @@ def test_bad_settings_are_refused_with_a_message(extra_vars, message):
     run = validate(extra_vars)
     output = run.stdout + run.stderr
     assert run.returncode != 0
-    assert "validation settings have" in output, output[-3000:]
+    assert "Validation settings: " in output, output[-3000:]
     assert message in output
     assert "Install the measurement tools" not in output  # stopped before any node was touched
 

@@ -3,6 +3,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
     bond_problems,
+    network_problems,
     node_address,
     node_addresses,
     plan_problems,
@@ -184,6 +185,15 @@ def test_a_hosts_own_bonds_are_checked_under_their_variable():
     assert bond_problems(["eno2"], networks, "network_bonds") == [
         "network_bonds must map a bond name to {interfaces, mode}"
     ]
+
+
+def test_the_role_s_settings_are_refused_all_at_once():
+    networks = {"storage": {"subnet": "10.30.0.0/24", "interface": "bond0"}}
+    assert network_problems({"bond0": {"interfaces": ["eno2"], "mode": "rr"}}, networks, 10) == [
+        "network_bonds.bond0.mode must be one of 802.3ad, active-backup, balance-xor; got 'rr'",
+        "network_rollback_seconds must be at least 30 (reconnecting takes time); got 10",
+    ]
+    assert network_problems(None, networks, 30) == []
 
 
 def test_without_netaddr_a_filter_says_what_is_missing(monkeypatch):
