@@ -82,7 +82,8 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import versions as v
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, fail_on_option
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records
 
 # The CUDA repository's toolkit is not on PATH for non-login shells.
 CUDA_NVCC = "/usr/local/cuda/bin/nvcc"
@@ -120,19 +121,17 @@ def _linked_nccl() -> str | None:
 
 
 def collect(module: AnsibleModule) -> dict[str, str | None]:
-    env = {"LC_ALL": "C"}
-
     def run(*argv: str) -> str:
         binary = module.get_bin_path(argv[0])
         if not binary:
             return ""
-        rc, out, _err = module.run_command([binary, *argv[1:]], environ_update=env)
+        rc, out, _err = module.run_command([binary, *argv[1:]])
         return out if rc == 0 else ""
 
     nvcc = module.get_bin_path("nvcc") or (CUDA_NVCC if os.path.exists(CUDA_NVCC) else None)
     cuda = None
     if nvcc:
-        rc, out, _err = module.run_command([nvcc, "--version"], environ_update=env)
+        rc, out, _err = module.run_command([nvcc, "--version"])
         cuda = v.parse_nvcc(out) if rc == 0 else None
     nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2")) or _linked_nccl()
     frameworks: dict[str, str] = {}
@@ -151,29 +150,35 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
     }
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            versions=dict(type="dict"),
-            components=dict(type="list", elements="str", choices=list(v.ALL_COMPONENTS), default=list(v.COMPONENTS)),
-            python_env=dict(type="path", default="/opt/gpulab/train"),
-            required=dict(type="dict", default={}),
-            fail_on=fail_on_option(),
-        ),
-        supports_check_mode=True,
-    )
-    versions = module.params["versions"]
+ARGUMENT_SPEC = dict(
+    versions=dict(type="dict"),
+    components=dict(type="list", elements="str", choices=list(v.ALL_COMPONENTS), default=list(v.COMPONENTS)),
+    python_env=dict(type="path", default="/opt/gpulab/train"),
+    required=dict(type="dict", default={}),
+)
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting that cannot be compared, as a message naming it; None when all can (or when collecting)."""
+    versions, required = p["versions"], p["required"]
     if versions is None:
-        module.exit_json(changed=False, versions=collect(module))
+        return None
     if not versions:
-        module.fail_json(msg="versions is empty: pass host -> versions from a collect run on every node")
+        return "versions is empty: pass host -> versions from a collect run on every node"
     bad = sorted(h for h, d in versions.items() if not isinstance(d, dict))
     if bad:
-        module.fail_json(msg=f"versions of {', '.join(bad)} are not a mapping of component to version")
-    required = module.params["required"]
+        return f"versions of {', '.join(bad)} are not a mapping of component to version"
     bad = sorted(h for h, c in required.items() if not isinstance(c, list) or not set(c) <= set(v.ALL_COMPONENTS))
     if bad:
-        module.fail_json(msg=f"required of {', '.join(bad)} must be a list of: {', '.join(v.ALL_COMPONENTS)}")
+        return f"required of {', '.join(bad)} must be a list of: {', '.join(v.ALL_COMPONENTS)}"
+    return None
+
+
+def main() -> None:
+    module = start(ARGUMENT_SPEC, input_problem)
+    versions, required = module.params["versions"], module.params["required"]
+    if versions is None:
+        module.exit_json(changed=False, versions=collect(module))
     records = v.compare(versions, tuple(module.params["components"]), required)
     exit_with_records(module, records)
 

@@ -192,7 +192,13 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
-from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import (
+    AT_LEAST_1,
+    NOT_NEGATIVE,
+    POSITIVE,
+    SHARE,
+    start,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
     failed,
@@ -229,19 +235,28 @@ ARGUMENT_SPEC = dict(
 )
 
 
+BOUNDS = {
+    "nnodes": AT_LEAST_1,
+    "nproc_per_node": AT_LEAST_1,
+    "steps": AT_LEAST_1,
+    "global_batch": AT_LEAST_1,
+    "timeout": AT_LEAST_1,
+    "threads": NOT_NEGATIVE,
+    "min_busbw_gbs": POSITIVE,
+    "link_speed_gbps": POSITIVE,
+    "min_step_ms": POSITIVE,
+    "pass_ratio": SHARE,
+}
+
+
 def input_problem(p: dict) -> str | None:
-    """The first setting that cannot be run, as a message naming it; None when all can."""
-    for name in ("nnodes", "nproc_per_node", "steps", "global_batch", "timeout"):
-        if p[name] < 1:
-            return f"{name} must be at least 1, got {p[name]}"
+    """The first setting that cannot be run that BOUNDS cannot say, as a message naming it; None when all can."""
     if p["max_batch"] < p["global_batch"]:
         return f"max_batch must be at least global_batch ({p['global_batch']}), got {p['max_batch']}"
     if p["launcher"] == "srun" and not p["hosts"]:
         return "launcher=srun needs hosts: the Slurm nodes to run on"
     if not 0 <= p["node_rank"] < p["nnodes"]:
         return f"node_rank must be 0 to nnodes - 1 ({p['nnodes'] - 1}), got {p['node_rank']}"
-    if p["threads"] < 0:
-        return f"threads must be 0 or more, got {p['threads']}"
     if p["sizes"] and min(p["sizes"]) < 4:
         return f"sizes must be message sizes of at least 4 bytes, got {p['sizes']}"
     if not 0 < p["efficiency_acceptable"] <= p["efficiency_healthy"] <= 1:
@@ -249,11 +264,6 @@ def input_problem(p: dict) -> str | None:
             "efficiency thresholds must satisfy 0 < efficiency_acceptable <= efficiency_healthy <= 1, got "
             f"{p['efficiency_acceptable']} and {p['efficiency_healthy']}"
         )
-    for name in ("min_busbw_gbs", "link_speed_gbps", "min_step_ms"):
-        if p[name] is not None and p[name] <= 0:
-            return f"{name} must be greater than 0, got {p[name]}"
-    if not 0 < p["pass_ratio"] <= 1:
-        return f"pass_ratio must be in (0, 1], got {p['pass_ratio']}"
     return None
 
 
@@ -310,7 +320,7 @@ def run_failure(p: dict, rc: int, output: str, command: list[str], rendezvous: t
 
 
 def main() -> None:
-    module = start(ARGUMENT_SPEC, input_problem)
+    module = start(ARGUMENT_SPEC, input_problem, BOUNDS)
     p = module.params
     role = "reporter" if p["node_rank"] == 0 else "worker"
     expected = expected_busbw(p["link_speed_gbps"]) if p["link_speed_gbps"] else None

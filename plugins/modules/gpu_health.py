@@ -140,7 +140,7 @@ xids:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
-from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, NOT_NEGATIVE, start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
     failed,
@@ -149,8 +149,6 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
 
 # The options that are smi.Limits fields: what the GPUs are held to.
 LIMITS = list(smi.Limits.__dataclass_fields__)
-
-C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 
 
 def _nvml_gpus():
@@ -169,15 +167,14 @@ def _nvml_gpus():
 def _smi_gpus(module, smi_path, fmt):
     """(gpus, reason, fault). fault is a check record when nvidia-smi reports broken hardware."""
     if fmt == "xml":
-        rc, out, err = module.run_command([smi_path, "-q", "-x"], environ_update=C_LOCALE)
+        rc, out, err = module.run_command([smi_path, "-q", "-x"])
     else:
         rc, out, err = module.run_command(
-            [smi_path, f"--query-gpu={smi.query_fields()}", "--format=csv,noheader,nounits"], environ_update=C_LOCALE
+            [smi_path, f"--query-gpu={smi.query_fields()}", "--format=csv,noheader,nounits"]
         )
         if rc != 0 and "field" in (out + err).lower():  # older driver: retry with the old field names
             rc, out, err = module.run_command(
                 [smi_path, f"--query-gpu={smi.query_fields(old_names=True)}", "--format=csv,noheader,nounits"],
-                environ_update=C_LOCALE,
             )
     if rc in smi.SMI_HARDWARE_EXITS:
         reason = smi.SMI_HARDWARE_EXITS[rc]
@@ -192,7 +189,6 @@ def _smi_gpus(module, smi_path, fmt):
             gpus = smi.parse_query_csv(out)
             rc, out, _err = module.run_command(
                 [smi_path, f"--query-remapped-rows={smi.REMAP_FIELDS}", "--format=csv,noheader,nounits"],
-                environ_update=C_LOCALE,
             )
             if rc == 0:  # pre-Ampere GPUs have no row remapping
                 smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(out))
@@ -205,14 +201,12 @@ def _kernel_log(module, hours):
     """(text, reason): the kernel log of the last `hours`, from the journal or dmesg."""
     journalctl = module.get_bin_path("journalctl")
     if journalctl:
-        rc, out, err = module.run_command(
-            [journalctl, "-k", "-o", "short-iso", "--no-pager", "--since", f"-{hours}h"], environ_update=C_LOCALE
-        )
+        rc, out, err = module.run_command([journalctl, "-k", "-o", "short-iso", "--no-pager", "--since", f"-{hours}h"])
         if rc == 0 and out.strip() and "No entries" not in out[:200]:
             return out, None
     dmesg = module.get_bin_path("dmesg")
     if dmesg:
-        rc, out, err = module.run_command([dmesg, "--time-format", "iso"], environ_update=C_LOCALE)
+        rc, out, err = module.run_command([dmesg, "--time-format", "iso"])
         if rc == 0:
             return out, None
         return None, f"dmesg exited {rc}: {err.strip()[:120]}"
@@ -237,15 +231,14 @@ ARGUMENT_SPEC = dict(
     xid_window_hours=dict(type="int", default=24),
     xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
 )
-# Settings that must not be negative.
-NOT_NEGATIVE = (
-    "ecc_corrected_max",
-    "remap_uncorrectable_max",
-    "retired_pages_max",
-    "temperature_margin_c",
-    "temperature_max_c",
-    "xid_window_hours",
-)
+BOUNDS = {
+    "ecc_corrected_max": NOT_NEGATIVE,
+    "remap_uncorrectable_max": NOT_NEGATIVE,
+    "retired_pages_max": NOT_NEGATIVE,
+    "temperature_margin_c": NOT_NEGATIVE,
+    "temperature_max_c": NOT_NEGATIVE,
+    "xid_window_hours": NOT_NEGATIVE,
+}
 
 
 def input_problem(p: dict) -> str | None:
@@ -253,10 +246,9 @@ def input_problem(p: dict) -> str | None:
     if p["pcie_width"] is not None and p["pcie_width"] not in smi.PCIE_WIDTHS:
         widths = ", ".join(map(str, smi.PCIE_WIDTHS[:-1])) + f" or {smi.PCIE_WIDTHS[-1]}"
         return f"pcie_width must be a PCIe link width ({widths}), got {p['pcie_width']}"
-    if p["expected_count"] is not None and p["expected_count"] < 1:
+    if p["expected_count"] is not None and not AT_LEAST_1.holds(p["expected_count"]):
         return f"expected_count must be at least 1, got {p['expected_count']}; leave it unset on nodes without GPUs"
-    negative = next((name for name in NOT_NEGATIVE if p[name] < 0), None)
-    return f"{negative} must be 0 or more, got {p[negative]}" if negative else None
+    return None
 
 
 def read_gpus(module: AnsibleModule, smi_path: str | None):
@@ -285,14 +277,14 @@ def read_gpus(module: AnsibleModule, smi_path: str | None):
 
 
 def main() -> None:
-    module = start(ARGUMENT_SPEC, input_problem)
+    module = start(ARGUMENT_SPEC, input_problem, BOUNDS)
     p = module.params
     smi_path = module.get_bin_path("nvidia-smi")
     gpus, source, reasons, fault = read_gpus(module, smi_path)
 
     nvlink = None
     if gpus and p["check_nvlink"] and smi_path:
-        rc, out, _err = module.run_command([smi_path, "nvlink", "--status"], environ_update=C_LOCALE)
+        rc, out, _err = module.run_command([smi_path, "nvlink", "--status"])
         nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
 
     xids, log_records, extra = None, [], {}

@@ -159,7 +159,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, POSITIVE, SHARE, start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
     failed,
@@ -205,15 +205,17 @@ ARGUMENT_SPEC = dict(
 )
 
 
+BOUNDS = {
+    "expected_busbw": POSITIVE,
+    "link_speed_gbps": POSITIVE,
+    "pass_ratio": SHARE,
+    "gpus_per_host": AT_LEAST_1,
+    "timeout": AT_LEAST_1,  # timeout(1) takes 0 as no deadline at all
+}
+
+
 def input_problem(p: dict) -> str | None:
-    """The first setting that cannot be used, as a message naming it; None when all can."""
-    for name in ("expected_busbw", "link_speed_gbps"):
-        if p[name] is not None and p[name] <= 0:
-            return f"{name} must be greater than 0, got {p[name]}"
-    if not 0 < p["pass_ratio"] <= 1:
-        return f"pass_ratio must be in (0, 1], got {p['pass_ratio']}"
-    if p["gpus_per_host"] < 1:
-        return f"gpus_per_host must be at least 1, got {p['gpus_per_host']}"
+    """The first setting that cannot be used that BOUNDS cannot say, as a message naming it; None when all can."""
     if p["launcher"] != "local" and not p["hosts"] and p["output"] is None and p["output_path"] is None:
         return f"launcher={p['launcher']} needs hosts: the nodes to run on"
     return None
@@ -270,6 +272,7 @@ def main() -> None:
     module = start(
         ARGUMENT_SPEC,
         input_problem,
+        BOUNDS,
         mutually_exclusive=[("output", "output_path"), ("expected_busbw", "link_speed_gbps")],
     )
     p = module.params

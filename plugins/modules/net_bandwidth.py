@@ -111,11 +111,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import net_tests as nt
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
-    exit_with_records,
-    fail_on_option,
-    unavailable,
-)
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import POSITIVE, SHARE, start
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, unavailable
 
 SYS_NET = "/sys/class/net"
 
@@ -179,38 +176,45 @@ def _measure(module: AnsibleModule, peer: dict, iperf3: str, ping: str, mtu: int
     return found
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            peers=dict(
-                type="list",
-                elements="dict",
-                required=True,
-                options=dict(name=dict(type="str", required=True), address=dict(type="str", required=True)),
-            ),
-            interface=dict(type="str"),
-            mtu=dict(type="int"),
-            line_rate_gbps=dict(type="float"),
-            min_ratio=dict(type="float", default=0.9),
-            min_gbps=dict(type="float"),
-            streams=dict(type="int", default=4),
-            duration=dict(type="int", default=5),
-            port=dict(type="int", default=5201),
-            fail_on=fail_on_option(),
-        ),
-        mutually_exclusive=[("min_gbps", "min_ratio")],
-        supports_check_mode=True,
-    )
-    p = module.params
+ARGUMENT_SPEC = dict(
+    peers=dict(
+        type="list",
+        elements="dict",
+        required=True,
+        options=dict(name=dict(type="str", required=True), address=dict(type="str", required=True)),
+    ),
+    interface=dict(type="str"),
+    mtu=dict(type="int"),
+    line_rate_gbps=dict(type="float"),
+    min_ratio=dict(type="float", default=0.9),
+    min_gbps=dict(type="float"),
+    streams=dict(type="int", default=4),
+    duration=dict(type="int", default=5),
+    port=dict(type="int", default=5201),
+)
+BOUNDS = {
+    "line_rate_gbps": POSITIVE,
+    "min_gbps": POSITIVE,
+    "streams": POSITIVE,
+    "duration": POSITIVE,
+    "mtu": POSITIVE,
+    "min_ratio": SHARE,
+}
+IPV4_MIN_MTU = 576
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting BOUNDS cannot say that cannot be used, as a message naming it; None when all can."""
     if not p["peers"]:
-        module.fail_json(msg="peers is empty: name at least one node to measure against")
-    for name in ("line_rate_gbps", "min_gbps", "streams", "duration", "mtu"):
-        if p[name] is not None and p[name] <= 0:
-            module.fail_json(msg=f"{name} must be greater than 0, got {p[name]}")
-    if not 0 < p["min_ratio"] <= 1:
-        module.fail_json(msg=f"min_ratio must be in (0, 1], got {p['min_ratio']}")
-    if p["mtu"] is not None and p["mtu"] < 576:
-        module.fail_json(msg=f"mtu must be at least 576 (the IPv4 minimum), got {p['mtu']}")
+        return "peers is empty: name at least one node to measure against"
+    if p["mtu"] is not None and p["mtu"] < IPV4_MIN_MTU:
+        return f"mtu must be at least {IPV4_MIN_MTU} (the IPv4 minimum), got {p['mtu']}"
+    return None
+
+
+def main() -> None:
+    module = start(ARGUMENT_SPEC, input_problem, BOUNDS, mutually_exclusive=[("min_gbps", "min_ratio")])
+    p = module.params
 
     iperf3, ping = module.get_bin_path("iperf3"), module.get_bin_path("ping")
     missing = [tool for tool, path in (("iperf3", iperf3), ("ping", ping)) if not path]

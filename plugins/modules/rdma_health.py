@@ -101,12 +101,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import plan, rdma
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
-    exit_with_records,
-    fail_on_option,
-    failed,
-    unavailable,
-)
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import POSITIVE, between, start
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 
 SYS_INFINIBAND = "/sys/class/infiniband"
 
@@ -197,30 +193,30 @@ def _qos(module: AnsibleModule, netdev: str) -> tuple[list | None, dict | None, 
     return pfc, mapping, None, "dcb"
 
 
+ARGUMENT_SPEC = dict(
+    fabric=dict(type="str", choices=["roce", "infiniband"]),
+    device=dict(type="str"),
+    netdev=dict(type="str"),
+    min_active_mtu=dict(type="int", default=4096),
+    min_rate_gbps=dict(type="float"),
+    check_qos=dict(type="bool", default=True),
+    pfc_priority=dict(type="int", default=plan.ROCE_PFC_PRIORITY),
+    roce_dscp=dict(type="int", default=plan.ROCE_DSCP),
+)
+BOUNDS = {"pfc_priority": between(0, 7), "roce_dscp": between(0, 63), "min_rate_gbps": POSITIVE}
+IB_MTUS = (256, 512, 1024, 2048, 4096)
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting BOUNDS cannot say that cannot be used, as a message naming it; None when all can."""
+    if p["min_active_mtu"] not in IB_MTUS:
+        return f"min_active_mtu must be an IB MTU (256 to 4096, a power of 2), got {p['min_active_mtu']}"
+    return None
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            fabric=dict(type="str", choices=["roce", "infiniband"]),
-            device=dict(type="str"),
-            netdev=dict(type="str"),
-            min_active_mtu=dict(type="int", default=4096),
-            min_rate_gbps=dict(type="float"),
-            check_qos=dict(type="bool", default=True),
-            pfc_priority=dict(type="int", default=plan.ROCE_PFC_PRIORITY),
-            roce_dscp=dict(type="int", default=plan.ROCE_DSCP),
-            fail_on=fail_on_option(),
-        ),
-        supports_check_mode=True,
-    )
+    module = start(ARGUMENT_SPEC, input_problem, BOUNDS)
     p = module.params
-    if p["min_active_mtu"] not in (256, 512, 1024, 2048, 4096):
-        module.fail_json(msg=f"min_active_mtu must be an IB MTU (256 to 4096, a power of 2), got {p['min_active_mtu']}")
-    if not 0 <= p["pfc_priority"] <= 7:
-        module.fail_json(msg=f"pfc_priority must be 0-7, got {p['pfc_priority']}")
-    if not 0 <= p["roce_dscp"] <= 63:
-        module.fail_json(msg=f"roce_dscp must be 0-63, got {p['roce_dscp']}")
-    if p["min_rate_gbps"] is not None and p["min_rate_gbps"] <= 0:
-        module.fail_json(msg=f"min_rate_gbps must be greater than 0, got {p['min_rate_gbps']}")
 
     ports = read_ports(p["device"]) if os.path.isdir(SYS_INFINIBAND) else []
     if not ports:

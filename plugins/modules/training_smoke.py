@@ -106,12 +106,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
 from ansible_collections.gpulab.cluster.plugins.module_utils import training as tr
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
-    exit_with_records,
-    fail_on_option,
-    failed,
-    unavailable,
-)
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, NOT_NEGATIVE, SHARE, start
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
 
 
@@ -156,34 +152,32 @@ def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | No
     return tr.record(nodes, figures, p["target_accuracy"], p["max_epochs"], p["gpus_per_node"]), figures
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            hosts=dict(type="list", elements="str", required=True),
-            node_counts=dict(type="list", elements="int", default=[]),
-            output_dir=dict(type="path", required=True),
-            submit=dict(type="path", default="/usr/local/bin/gpulab-sbatch"),
-            script=dict(type="path", default="/opt/gpulab/jobs/train_digits.py"),
-            target_accuracy=dict(type="float", default=0.95),
-            gpus_per_node=dict(type="int", default=0),
-            max_epochs=dict(type="int", default=30),
-            timeout=dict(type="int", default=900),
-            fail_on=fail_on_option(),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str", required=True),
+    node_counts=dict(type="list", elements="int", default=[]),
+    output_dir=dict(type="path", required=True),
+    submit=dict(type="path", default="/usr/local/bin/gpulab-sbatch"),
+    script=dict(type="path", default="/opt/gpulab/jobs/train_digits.py"),
+    target_accuracy=dict(type="float", default=0.95),
+    gpus_per_node=dict(type="int", default=0),
+    max_epochs=dict(type="int", default=30),
+    timeout=dict(type="int", default=900),
+)
+BOUNDS = {"gpus_per_node": NOT_NEGATIVE, "target_accuracy": SHARE, "max_epochs": AT_LEAST_1, "timeout": AT_LEAST_1}
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting BOUNDS cannot say that cannot be used, as a message naming it; None when all can."""
     if not p["hosts"]:
-        module.fail_json(msg="hosts is empty: name the Slurm nodes to run on")
-    if p["gpus_per_node"] < 0:
-        module.fail_json(msg=f"gpus_per_node must be 0 or more, got {p['gpus_per_node']}")
-    if not 0 < p["target_accuracy"] <= 1:
-        module.fail_json(msg=f"target_accuracy must be in (0, 1], got {p['target_accuracy']}")
-    for name in ("max_epochs", "timeout"):
-        if p[name] < 1:
-            module.fail_json(msg=f"{name} must be at least 1, got {p[name]}")
+        return "hosts is empty: name the Slurm nodes to run on"
     if any(n < 1 for n in p["node_counts"]):
-        module.fail_json(msg=f"node_counts must be 1 or more each, got {p['node_counts']}")
+        return f"node_counts must be 1 or more each, got {p['node_counts']}"
+    return None
+
+
+def main() -> None:
+    module = start(ARGUMENT_SPEC, input_problem, BOUNDS)
+    p = module.params
     if module.check_mode:
         exit_with_records(module, [unavailable("training_smoke.run", "check mode: no job submitted")], runs={})
 

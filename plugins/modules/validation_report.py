@@ -120,10 +120,9 @@ import datetime
 import json
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpulab.cluster.plugins.module_utils import report as rp
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_statuses, fail_on_option
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_statuses
 
 
 def _new_dir(dest: str, now: datetime.datetime) -> str:
@@ -136,38 +135,40 @@ def _new_dir(dest: str, now: datetime.datetime) -> str:
     return path
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            nodes=dict(type="dict", required=True),
-            cluster=dict(type="dict", default={}),
-            dest=dict(type="path", required=True),
-            title=dict(type="str", default="gpulab cluster report"),
-            efficiency_healthy=dict(type="float", default=0.9),
-            efficiency_acceptable=dict(type="float", default=0.7),
-            fail_on=fail_on_option(),
-            cost=dict(
-                type="dict",
-                options=dict(
-                    price_per_kwh=dict(type="float", required=True),
-                    base_watts=dict(type="float", required=True),
-                    utilization=dict(type="float", required=True),
-                    measured_utilization=dict(type="float"),
-                    years=dict(type="float", default=3),
-                    hardware_cost=dict(type="float", default=0),
-                    cloud_gpu_hour=dict(type="float", required=True),
-                    currency=dict(type="str", default="EUR"),
-                ),
-            ),
+ARGUMENT_SPEC = dict(
+    nodes=dict(type="dict", required=True),
+    cluster=dict(type="dict", default={}),
+    dest=dict(type="path", required=True),
+    title=dict(type="str", default="gpulab cluster report"),
+    efficiency_healthy=dict(type="float", default=0.9),
+    efficiency_acceptable=dict(type="float", default=0.7),
+    cost=dict(
+        type="dict",
+        options=dict(
+            price_per_kwh=dict(type="float", required=True),
+            base_watts=dict(type="float", required=True),
+            utilization=dict(type="float", required=True),
+            measured_utilization=dict(type="float"),
+            years=dict(type="float", default=3),
+            hardware_cost=dict(type="float", default=0),
+            cloud_gpu_hour=dict(type="float", required=True),
+            currency=dict(type="str", default="EUR"),
         ),
-        supports_check_mode=True,
-    )
-    p = module.params
+    ),
+)
+
+
+def input_problem(p: dict) -> str | None:
+    """The first setting that cannot be reported, as a message naming it; None when all can."""
     if not p["nodes"]:
-        module.fail_json(msg="nodes is empty: pass host -> registered results for every node validated")
+        return "nodes is empty: pass host -> registered results for every node validated"
     problems = rp.cost.problems(p["cost"]) if p["cost"] else []
-    if problems:
-        module.fail_json(msg="cost: " + "; ".join(problems))
+    return "cost: " + "; ".join(problems) if problems else None
+
+
+def main() -> None:
+    module = start(ARGUMENT_SPEC, input_problem)
+    p = module.params
     now = datetime.datetime.now(datetime.UTC)
     data = rp.build(p["nodes"], p["cluster"], now.isoformat(timespec="seconds"), p["title"], p["cost"])
     try:

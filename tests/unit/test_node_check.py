@@ -33,7 +33,9 @@ def run_check(tmp_path, gpus, reason):
     (tmp_path / "scontrol").chmod(0o755)
     (tmp_path / "reason").write_text(reason)
     (tmp_path / "updates").write_text("")
-    done = subprocess.run(["bash", "-c", script], env={"STAND_IN": str(tmp_path)}, capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", "-c", script], env={"STAND_IN": str(tmp_path)}, capture_output=True, text=True, check=False
+    )
     return done.returncode, (tmp_path / "updates").read_text().splitlines()
 
 

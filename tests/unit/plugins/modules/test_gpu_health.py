@@ -25,7 +25,8 @@ def node(monkeypatch):
         calls: list = []
 
         def run_command(self, module, cmd, environ_update=None, **kw):
-            assert environ_update == {"LC_ALL": "C", "LANG": "C"}
+            # Every command runs in the C locale: the parsers read English numbers and words.
+            assert module.run_command_environ_update == {"LC_ALL": "C", "LANG": "C"}
             self.calls.append(cmd)
             key = " ".join(cmd[1:3]) if cmd[0].endswith("nvidia-smi") else cmd[0].rsplit("/", 1)[-1]
             for prefix, reply in self.replies.items():

@@ -133,6 +133,7 @@ def test_garbage_output_is_a_clear_error(run_module):
         ({"link_speed_gbps": 0}, "link_speed_gbps must be greater than 0, got 0.0"),
         ({"pass_ratio": 1.5}, "pass_ratio must be in (0, 1], got 1.5"),
         ({"launcher": "mpirun"}, "launcher=mpirun needs hosts: the nodes to run on"),
+        ({"timeout": 0}, "timeout must be at least 1, got 0"),  # timeout(1) reads 0 as no deadline
     ],
 )
 def test_bad_input_is_refused(run_module, args, message):
