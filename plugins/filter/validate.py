@@ -7,6 +7,7 @@ from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost, report
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import FAIL_ON_CHOICES as FAIL_ON
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_findings
 from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import PCIE_WIDTHS
 
 PREFIX = "validation_"
@@ -194,4 +195,5 @@ class FilterModule:
             "validate_problems": validate_settings_problems,
             "validation_results": validation_results,
             "gate_problems": gate_problems,
+            "blocking_findings": blocking_findings,
         }

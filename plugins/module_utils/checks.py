@@ -104,6 +104,12 @@ def blocking_statuses(fail_on: str) -> set[str]:
     return {"fail": {FAIL}, "warn": {FAIL, WARN}, "never": set()}[fail_on]
 
 
+def blocking_findings(findings: list[dict[str, Any]], fail_on: str) -> list[dict[str, Any]]:
+    """A report's findings (dicts with a status) that fail the run under fail_on."""
+    bad = blocking_statuses(fail_on)
+    return [f for f in findings if f["status"] in bad]
+
+
 def failing(records: list[Check], fail_on: str) -> list[Check]:
     """Records that should fail the task under fail_on."""
     bad = blocking_statuses(fail_on)

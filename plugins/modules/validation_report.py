@@ -122,7 +122,7 @@ import os
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import report as rp
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_statuses
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_findings
 
 
 def _new_dir(dest: str, now: datetime.datetime) -> str:
@@ -197,8 +197,7 @@ def main() -> None:
         "report_dir": out,
         "html": os.path.join(out, "report.html"),
     }
-    blocking = blocking_statuses(p["fail_on"])
-    bad = [f for f in data["failures"] if f["status"] in blocking]
+    bad = blocking_findings(data["failures"], p["fail_on"])
     if bad:
         lines = "; ".join(f"{f['node']} {f['check']}: {f['message']}" for f in bad)
         module.fail_json(

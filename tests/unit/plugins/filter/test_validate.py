@@ -1,4 +1,4 @@
-from ansible_collections.gpulab.cluster.plugins.filter.validate import validate_problems
+from ansible_collections.gpulab.cluster.plugins.filter.validate import FilterModule, validate_problems
 
 GOOD = {
     "validation_net_hosts": ["gpu1", "gpu2"],
@@ -172,3 +172,11 @@ def test_in_node_nccl_tests_is_not_held_to_the_nics_line_rate():
     args = in_node["gpulab.cluster.nccl_test"]
     assert "link_speed_gbps" not in args
     assert args["expected_busbw"] == "{{ gpulab_nccl_in_node_busbw_gbs | default(omit) }}"
+
+
+def test_the_verdict_s_findings_follow_the_fail_on_level():
+    blocking = FilterModule().filters()["blocking_findings"]
+    findings = [{"check": "gpu_count", "status": "fail"}, {"check": "scaling", "status": "warn"}]
+    assert [f["check"] for f in blocking(findings, "fail")] == ["gpu_count"]
+    assert [f["check"] for f in blocking(findings, "warn")] == ["gpu_count", "scaling"]
+    assert blocking(findings, "never") == []
