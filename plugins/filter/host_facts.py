@@ -23,6 +23,23 @@ def gpus_per_node(hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[str
     return min(counts, default=0)
 
 
+def gpu_count_problem(host: str, count: Any) -> str | None:
+    """The rule for a declared gpulab_gpu_count, one home for every check that reads it: a whole number of at
+    least 1 (a number given as text on the command line counts); None when it holds or nothing is declared."""
+    if count is None:
+        return None
+    try:
+        number = None if isinstance(count, bool) else float(count)
+    except (TypeError, ValueError):
+        number = None
+    if number is not None and number >= 1 and number.is_integer():
+        return None
+    return (
+        f"{host}: gpulab_gpu_count must be a whole number of at least 1, got {count!r}; "
+        "leave it unset on a node without GPUs"
+    )
+
+
 def missing(items: Iterable[str], known: Iterable[str]) -> list[str]:
     """The items not among known (hosts not in the inventory, devices not in a list), each once, in order:
     what the roles' settings checks name."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import gpu_count_problem
 from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
     node_addresses,
     plan_problems,
@@ -124,6 +125,7 @@ def preflight_problems(
     described = {}
     for host in hosts:
         hv = hostvars[host]
+        problems += filter(None, [gpu_count_problem(host, hv.get("gpulab_gpu_count"))])
         probe = hv.get("__gpulab_python_probe") or {}
         described[host] = {
             "groups": list(hv.get("group_names", [])),

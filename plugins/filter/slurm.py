@@ -7,6 +7,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import gpu_count_problem
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import DRAIN_PREFIXES
 
 MIN_MUNGE_KEY = 32  # bytes; munged refuses shorter keys
@@ -41,12 +42,7 @@ def slurm_problems(
                     f"{host}: {name} must be a whole number of at least 1, got {hv.get(name)!r}; Slurm's node "
                     "line comes from the inventory so that one node can be added with --limit"
                 )
-        count = hv.get("gpulab_gpu_count")
-        if count is not None and not _positive_int(count):
-            problems.append(
-                f"{host}: gpulab_gpu_count must be a whole number of at least 1, got {count!r}; "
-                "leave it unset on a node without GPUs"
-            )
+        problems += filter(None, [gpu_count_problem(host, hv.get("gpulab_gpu_count"))])
     names = [p.get("name") for p in partitions]
     if not partitions:
         problems.append("slurm_partitions is empty: define at least one partition")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.filter.host_facts import gpu_count_problem
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost, report
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import FAIL_ON_CHOICES as FAIL_ON
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_findings
@@ -105,15 +106,7 @@ def validate_problems(
         problems += cost.problems(settings["cost"])
     if settings.get("fail_on") not in FAIL_ON:
         problems.append(f"validation_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
-    for host, count in sorted(gpu_counts.items()):
-        if count is None:
-            continue
-        number = _number(count)
-        if number is None or number < 1 or number != int(number):
-            problems.append(
-                f"{host}: gpulab_gpu_count must be a whole number of at least 1, got {count!r}; "
-                "leave it unset on nodes without GPUs"
-            )
+    problems += filter(None, (gpu_count_problem(host, count) for host, count in sorted(gpu_counts.items())))
     return problems
 
 

@@ -1,6 +1,7 @@
 import pytest
 
 from ansible_collections.gpulab.cluster.plugins.filter.host_facts import (
+    gpu_count_problem,
     gpus_per_node,
     in_container,
     missing,
@@ -41,3 +42,16 @@ def test_the_monitoring_server_is_the_inventory_s_choice_else_the_first_manageme
 def test_missing_names_each_unknown_item_once_in_order():
     assert missing(["gpu9", "gpu1", "gpu9", "ceph9"], ["gpu1", "gpu2"]) == ["gpu9", "ceph9"]
     assert missing([], ["gpu1"]) == []
+
+
+@pytest.mark.parametrize("count", [None, 1, 8, "2", 2.0])
+def test_a_whole_gpu_count_or_none_holds(count):
+    assert gpu_count_problem("gpu1", count) is None
+
+
+@pytest.mark.parametrize("count", [0, -1, 1.5, "two", True, "inf", [2]])
+def test_any_other_gpu_count_is_named_with_its_host(count):
+    assert gpu_count_problem("gpu1", count) == (
+        f"gpu1: gpulab_gpu_count must be a whole number of at least 1, got {count!r}; "
+        "leave it unset on a node without GPUs"
+    )

@@ -195,3 +195,10 @@ def test_filter_reads_the_gpu_probe_and_the_opt_out():
         "gpu1: in the compute group but no NVIDIA GPU is on its PCI bus; seat the GPU, move the host out "
         "of compute, or set nvidia_driver_require_gpu: false"
     ]
+
+
+def test_a_gpu_count_that_is_not_a_whole_number_is_refused():
+    plan = {"fabric": "ethernet", "networks": {"management": {"subnet": "10.0.0.0/24"}}}
+    hostvars = {"gpu1": {"gpulab_node_index": 1, "gpulab_gpu_count": 1.5}}
+    problems = preflight_problems(hostvars, ["gpu1"], plan)
+    assert "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 1.5; " in " ".join(problems), problems

@@ -32,8 +32,8 @@ def test_unknown_host_zero_gpus_and_negative_threshold():
         "validation_bench_hosts names host(s) not in the inventory: gpu9",
         "validation_net_min_gbps must be greater than 0, got -1",
         "validation_efficiency_acceptable (0.95) must not exceed validation_efficiency_healthy (0.9)",
-        "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on nodes without GPUs",
-        "gpu2: gpulab_gpu_count must be a whole number of at least 1, got 'two'; leave it unset on nodes without GPUs",
+        "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on a node without GPUs",
+        "gpu2: gpulab_gpu_count must be a whole number of at least 1, got 'two'; leave it unset on a node without GPUs",
     ]
 
 
@@ -66,7 +66,7 @@ def test_filter_reads_gpu_counts_from_hostvars():
     hostvars = {"mgmt1": {}, "gpu1": {"gpulab_gpu_count": 0}, "gpu2": {}}
     groups = {"all": HOSTS, "compute": ["gpu1", "gpu2"]}
     assert validate_settings_problems(GOOD, hostvars, groups) == [
-        "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on nodes without GPUs"
+        "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0; leave it unset on a node without GPUs"
     ]
 
 
