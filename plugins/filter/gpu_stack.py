@@ -159,6 +159,22 @@ def apt_source(facts: Mapping[str, Any], kind: str, url: str, key_url: str = "")
     return {"name": f"gpulab-{kind.replace('_', '-')}", **source}
 
 
+def apt_source_files(sources: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """apt_source results as gpulab.cluster.files entries: /etc/apt/sources.list.d/<name>.sources from the
+    common role's apt-source.sources.j2, each template seeing its source as __common_apt_source."""
+    return [
+        {
+            "path": f"/etc/apt/sources.list.d/{source['name']}.sources",
+            "template": "apt-source.sources.j2",
+            "vars": {"__common_apt_source": dict(source)},
+            "owner": "root",
+            "group": "root",
+            "mode": "0644",
+        }
+        for source in sources
+    ]
+
+
 def debian_nonfree_sources(facts: Mapping[str, Any], mirror: str, security_mirror: str) -> list[dict[str, Any]]:
     """Debian's contrib/non-free components for the release and its security updates (driver and toolkit)."""
     return [
@@ -289,6 +305,7 @@ class FilterModule:
             "cuda_repo_url": cuda_repo_url,
             "apt_pin_version": apt_pin_version,
             "apt_source": apt_source,
+            "apt_source_files": apt_source_files,
             "debian_nonfree_sources": debian_nonfree_sources,
             "nccl_settings": nccl_settings,
         }

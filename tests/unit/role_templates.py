@@ -1,6 +1,6 @@
 """Role templates rendered for the tests that run what they render: Jinja as Ansible's template lookup
 sets it up (undefined variables are errors, trim_blocks), with the collection's own filters under their
-FQCN and stand-ins for the Ansible filters the templates use."""
+FQCN and stand-ins for the Ansible filters and tests the templates use."""
 
 import importlib
 import json
@@ -21,6 +21,9 @@ FILTERS = {
 }
 
 
+TESTS = {"match": lambda value, pattern: re.match(pattern, str(value)) is not None}
+
+
 def collection_filters() -> dict:
     """Every filter of plugins/filter/, named gpulab.cluster.<name> as templates call them."""
     found = {}
@@ -35,4 +38,5 @@ def render(template: Path, **variables) -> str:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, keep_trailing_newline=True)
     env.filters.update(FILTERS)
     env.filters.update(collection_filters())
+    env.tests.update(TESTS)
     return env.from_string(template.read_text()).render(ansible_managed="Ansible managed", **variables)

@@ -4,12 +4,16 @@ The Ubuntu and NVIDIA-repository cases cannot run on the build machines (no Ubun
 NVIDIA repositories); these tests are what covers them.
 """
 
+from pathlib import Path
+
 import pytest
 from ansible.errors import AnsibleFilterError
+from role_templates import render
 
 from ansible_collections.gpulab.cluster.plugins.filter.gpu_stack import (
     apt_pin_version,
     apt_source,
+    apt_source_files,
     cuda_packages,
     cuda_repo_url,
     debian_nonfree_sources,
@@ -240,3 +244,24 @@ def test_nccl_conf_for_infiniband_and_ethernet():
     assert "NCCL_SOCKET_NTHREADS" not in as_conf(nccl_settings(dict(eth, link_speed_gbps=10)))
     with pytest.raises(AnsibleFilterError, match="fabric must be roce, infiniband or ethernet, got 'omnipath'"):
         nccl_settings({"fabric": "omnipath"})
+
+
+def test_each_apt_source_is_one_file_rendered_from_its_entry():
+    sources = [
+        apt_source(JAMMY, "cuda_repo", "https://developer.download.nvidia.com/compute/cuda/repos"),
+        apt_source(DEBIAN, "debian_nonfree", "http://deb.debian.org/debian"),
+    ]
+    entries = apt_source_files(sources)
+    assert [e["path"] for e in entries] == [
+        f"/etc/apt/sources.list.d/{sources[0]['name']}.sources",
+        f"/etc/apt/sources.list.d/{sources[1]['name']}.sources",
+    ]
+    template = Path(__file__).resolve().parents[4] / "roles/common/templates" / entries[0]["template"]
+    assert render(template, **entries[0]["vars"]) == (
+        "# Ansible managed\n"
+        "Types: deb\n"
+        "URIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/\n"
+        "Suites: /\n"
+        f"Signed-By: /etc/apt/keyrings/{sources[0]['name']}.asc\n"
+    )
+    assert "Components: contrib non-free non-free-firmware\n" in render(template, **entries[1]["vars"])
