@@ -46,6 +46,15 @@ def luks_problems(
     return problems
 
 
+def luks_key_files(devices: list[Mapping[str, Any]], keys: Mapping[str, Any], key_dir: str) -> list[dict[str, Any]]:
+    """Each disk's key file as a gpulab.cluster.files entry (root only, read-only), for crypttab at boot."""
+    return [
+        {"path": f"{key_dir}/{device['name']}.key", "content": str(keys[device["name"]]), "owner": "root",
+         "group": "root", "mode": "0400"}
+        for device in devices
+    ]  # fmt: skip
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"luks_problems": luks_problems}
+        return {"luks_problems": luks_problems, "luks_key_files": luks_key_files}

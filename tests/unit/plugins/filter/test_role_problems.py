@@ -9,7 +9,7 @@ from ansible_collections.gpulab.cluster.plugins.filter.gpu_stack import (
     nccl_problems,
     nvidia_driver_problems,
 )
-from ansible_collections.gpulab.cluster.plugins.filter.luks import luks_problems
+from ansible_collections.gpulab.cluster.plugins.filter.luks import luks_key_files, luks_problems
 
 NETWORKS = {"management": {}, "storage": {}}
 TANG = {"server": "mgmt1", "network": "storage", "unlock_timeout": 60}
@@ -87,4 +87,12 @@ def test_tang_settings_are_checked_only_with_tang_and_all_at_once():
         "luks_tang needs luks_tang_server to be an inventory host (got 'mgmt9')",
         "luks_tang needs luks_tang_network to be one of gpulab_network's networks (management, storage; got 'stroage')",
         "luks_tang needs luks_tang_unlock_timeout at least 1 (got 0)",
+    ]
+
+
+def test_each_disk_s_key_is_one_root_only_file():
+    devices = [{"name": "data0", "device": "/dev/vdb"}, {"name": "data1", "device": "/dev/vdc"}]
+    assert luks_key_files(devices, {"data0": "k0", "data1": 12345}, "/etc/luks-keys") == [
+        {"path": "/etc/luks-keys/data0.key", "content": "k0", "owner": "root", "group": "root", "mode": "0400"},
+        {"path": "/etc/luks-keys/data1.key", "content": "12345", "owner": "root", "group": "root", "mode": "0400"},
     ]
