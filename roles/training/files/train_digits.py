@@ -75,101 +75,125 @@ def accuracy(model, data, device):
     return hits / len(y)
 
 
-def main():
-    args = arguments()
-    use_cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if use_cuda else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
-    hosts = [None] * world
-    dist.all_gather_object(hosts, socket.gethostname())
-    say = print if rank == 0 else (lambda *_a, **_k: None)
-    say(
-        f"ranks {world} on nodes {','.join(sorted(set(hosts)))} ({'cuda' if use_cuda else 'cpu'}, {dist.get_backend()})"
-    )
+class Run:
+    """Where this rank runs: the process group joined, the device, every rank's host."""
 
-    train, test = load(args.data)
-    sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True, seed=0)
+    def __init__(self):
+        self.use_cuda = torch.cuda.is_available()
+        dist.init_process_group("nccl" if self.use_cuda else "gloo")
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        self.device = torch.device("cuda", self.local_rank) if self.use_cuda else torch.device("cpu")
+        if self.use_cuda:
+            torch.cuda.set_device(self.device)
+        hosts = [None] * self.world
+        dist.all_gather_object(hosts, socket.gethostname())
+        self.nodes = sorted(set(hosts))
+
+    def say(self, text):
+        """Print on rank 0 only."""
+        if self.rank == 0:
+            print(text)
+
+
+def loader_for(train, args, run):
+    sampler = DistributedSampler(train, num_replicas=run.world, rank=run.rank, shuffle=True, seed=0)
     loader = DataLoader(
         train,
         batch_size=args.batch_size,
         sampler=sampler,
         num_workers=args.num_workers,
         prefetch_factor=args.prefetch_factor if args.num_workers else None,
-        pin_memory=use_cuda,
+        pin_memory=run.use_cuda,
         persistent_workers=args.num_workers > 0,
     )
+    return sampler, loader
+
+
+def resume(saved, net, optimizer, run):
+    """(epoch, step, the step resumed from or None) from the latest checkpoint, if there is one."""
+    if not (saved and saved.exists()):
+        return 0, 0, None
+    state = torch.load(saved, map_location=run.device, weights_only=True)
+    net.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    run.say(f"resumed from step {state['step']} (epoch {state['epoch']}) of {saved}")
+    return state["epoch"], state["step"], state["step"]
+
+
+def save(saved, net, optimizer, epoch, step):
+    """Replace the checkpoint atomically: a job killed while saving leaves the previous one whole."""
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    partial = saved.with_suffix(".partial")
+    torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch, "step": step}, partial)
+    os.replace(partial, saved)
+
+
+def train_epoch(model, loader, optimizer, loss_fn, device):
+    """One pass over this rank's share: (steps taken, [loss sum, samples] summed over every rank)."""
+    steps, totals = 0, torch.zeros(2, dtype=torch.float64)
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        steps += 1
+        totals += torch.tensor([loss.item() * len(y), len(y)], dtype=torch.float64)
+    dist.all_reduce(totals)
+    return steps, totals
+
+
+def main():
+    args = arguments()
+    run = Run()
+    backend = f"{'cuda' if run.use_cuda else 'cpu'}, {dist.get_backend()}"
+    run.say(f"ranks {run.world} on nodes {','.join(run.nodes)} ({backend})")
+
+    train, test = load(args.data)
+    sampler, loader = loader_for(train, args, run)
     torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
-    model = DistributedDataParallel(net, device_ids=[local_rank] if use_cuda else None)
+    net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(run.device)
+    model = DistributedDataParallel(net, device_ids=[run.local_rank] if run.use_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
-    start_epoch, step, resumed = 0, 0, None
     saved = Path(args.checkpoint_dir, "latest.pt") if args.checkpoint_dir else None
-    if saved and saved.exists():
-        state = torch.load(saved, map_location=device, weights_only=True)
-        net.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        start_epoch, step = state["epoch"], state["step"]
-        resumed = step
-        say(f"resumed from step {step} (epoch {start_epoch}) of {saved}")
-
+    start_epoch, step, resumed = resume(saved, net, optimizer, run)
     started, reached, samples, acc, first_step = time.monotonic(), None, 0, 0.0, step
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
-        totals = torch.zeros(2, dtype=torch.float64)
-        for x, y in loader:
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            step += 1
-            totals += torch.tensor([loss.item() * len(y), len(y)], dtype=torch.float64)
-        dist.all_reduce(totals)
+        steps, totals = train_epoch(model, loader, optimizer, loss_fn, run.device)
+        step += steps
         samples += int(totals[1])
-        acc = accuracy(net, test, device)
-        say(f"epoch {epoch + 1} step {step} loss {totals[0] / totals[1]:.4f} accuracy {acc:.4f}")
-        if saved and rank == 0:
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            partial = saved.with_suffix(".partial")
-            torch.save(
-                {"model": net.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1, "step": step},
-                partial,
-            )
-            os.replace(partial, saved)
-            say(f"checkpoint step {step} saved to {saved}")
+        acc = accuracy(net, test, run.device)
+        run.say(f"epoch {epoch + 1} step {step} loss {totals[0] / totals[1]:.4f} accuracy {acc:.4f}")
+        if saved and run.rank == 0:
+            save(saved, net, optimizer, epoch + 1, step)
+            run.say(f"checkpoint step {step} saved to {saved}")
         if reached is None and acc >= args.target_accuracy:
             reached = (epoch + 1, time.monotonic() - started)
             if args.stop_at_target:
                 break
     seconds = time.monotonic() - started
-    say(
-        "GPULAB_RESULT "
-        + json.dumps(
-            {
-                "world_size": world,
-                "nodes": sorted(set(hosts)),
-                "device": "cuda" if use_cuda else "cpu",
-                "target_accuracy": args.target_accuracy,
-                "reached": reached is not None,
-                "epochs_to_target": reached[0] if reached else None,
-                "seconds_to_target": round(reached[1], 3) if reached else None,
-                "final_accuracy": round(acc, 4),
-                "steps": step,
-                "resumed_from_step": resumed,
-                "seconds": round(seconds, 3),
-                "samples_per_second": round(samples / seconds, 1) if seconds > 0 else None,
-                # Evaluation and checkpoints included: a job's pace, not a kernel benchmark.
-                "step_ms": round(1000 * seconds / (step - first_step), 3) if step > first_step else None,
-                "torch": torch.__version__,
-            }
-        )
-    )
+    result = {
+        "world_size": run.world,
+        "nodes": run.nodes,
+        "device": "cuda" if run.use_cuda else "cpu",
+        "target_accuracy": args.target_accuracy,
+        "reached": reached is not None,
+        "epochs_to_target": reached[0] if reached else None,
+        "seconds_to_target": round(reached[1], 3) if reached else None,
+        "final_accuracy": round(acc, 4),
+        "steps": step,
+        "resumed_from_step": resumed,
+        "seconds": round(seconds, 3),
+        "samples_per_second": round(samples / seconds, 1) if seconds > 0 else None,
+        # Evaluation and checkpoints included: a job's pace, not a kernel benchmark.
+        "step_ms": round(1000 * seconds / (step - first_step), 3) if step > first_step else None,
+        "torch": torch.__version__,
+    }
+    run.say("GPULAB_RESULT " + json.dumps(result))
     dist.barrier()
     dist.destroy_process_group()
     # Leave without the C++ static destructors: in the lab's first 2-node job after a build, one
