@@ -88,6 +88,12 @@ options:
     type: list
     elements: int
     default: [13, 31, 43, 45, 68]
+  smi_timeout:
+    description:
+      - Seconds each C(nvidia-smi) call may take. One that does not answer in time is a failure, C(GPU_DRIVER_HUNG).
+        A wedged driver or GPU hangs C(nvidia-smi), and a check that waited for it would never give a verdict.
+    type: int
+    default: 30
 extends_documentation_fragment:
   - gpulab.cluster.checks
   - gpulab.cluster.read_only
@@ -164,18 +170,40 @@ def _nvml_gpus():
     return gpus, None
 
 
+# timeout(1)'s exit codes: the command ran past its deadline (124), or ignored TERM and was killed (137).
+HUNG = (124, 137)
+
+
+def _smi(module, smi_path, *args):
+    """nvidia-smi under a deadline: (rc, out, err), rc in HUNG when it did not answer in smi_timeout."""
+    deadline = str(module.params["smi_timeout"])
+    return module.run_command(["timeout", "--kill-after=5", deadline, smi_path, *args])
+
+
+def _hung(module, what):
+    seconds = module.params["smi_timeout"]
+    return failed(
+        "gpu_query",
+        f"nvidia-smi {what} did not answer in {seconds} s: the driver is unresponsive (a wedged GPU or driver); "
+        "look for Xid and 'fallen off the bus' in the kernel log, then reset the GPU or reboot the node",
+        value=seconds,
+        unit="s",
+        code="GPU_DRIVER_HUNG",
+    )
+
+
 def _smi_gpus(module, smi_path, fmt):
-    """(gpus, reason, fault). fault is a check record when nvidia-smi reports broken hardware."""
+    """(gpus, reason, fault). fault is a check record when nvidia-smi reports broken hardware or hangs."""
     if fmt == "xml":
-        rc, out, err = module.run_command([smi_path, "-q", "-x"])
+        rc, out, err = _smi(module, smi_path, "-q", "-x")
     else:
-        rc, out, err = module.run_command(
-            [smi_path, f"--query-gpu={smi.query_fields()}", "--format=csv,noheader,nounits"]
-        )
-        if rc != 0 and "field" in (out + err).lower():  # older driver: retry with the old field names
-            rc, out, err = module.run_command(
-                [smi_path, f"--query-gpu={smi.query_fields(old_names=True)}", "--format=csv,noheader,nounits"],
+        rc, out, err = _smi(module, smi_path, f"--query-gpu={smi.query_fields()}", "--format=csv,noheader,nounits")
+        if rc not in HUNG and rc != 0 and "field" in (out + err).lower():  # older driver: the old field names
+            rc, out, err = _smi(
+                module, smi_path, f"--query-gpu={smi.query_fields(old_names=True)}", "--format=csv,noheader,nounits"
             )
+    if rc in HUNG:
+        return None, "nvidia-smi did not answer", _hung(module, "-q" if fmt == "xml" else "--query-gpu")
     if rc in smi.SMI_HARDWARE_EXITS:
         reason = smi.SMI_HARDWARE_EXITS[rc]
         return None, reason, failed("gpu_query", f"nvidia-smi exited {rc}: {reason}", value=rc, code="GPU_HARDWARE")
@@ -187,9 +215,11 @@ def _smi_gpus(module, smi_path, fmt):
             gpus, _unused = smi.parse_query_xml(out)
         else:
             gpus = smi.parse_query_csv(out)
-            rc, out, _err = module.run_command(
-                [smi_path, f"--query-remapped-rows={smi.REMAP_FIELDS}", "--format=csv,noheader,nounits"],
+            rc, out, _err = _smi(
+                module, smi_path, f"--query-remapped-rows={smi.REMAP_FIELDS}", "--format=csv,noheader,nounits"
             )
+            if rc in HUNG:
+                return None, "nvidia-smi did not answer", _hung(module, "--query-remapped-rows")
             if rc == 0:  # pre-Ampere GPUs have no row remapping
                 smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(out))
     except smi.GpuParseError as exc:
@@ -230,6 +260,7 @@ ARGUMENT_SPEC = dict(
     check_nvlink=dict(type="bool", default=True),
     xid_window_hours=dict(type="int", default=24),
     xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
+    smi_timeout=dict(type="int", default=30),
 )
 BOUNDS = {
     "ecc_corrected_max": NOT_NEGATIVE,
@@ -238,6 +269,7 @@ BOUNDS = {
     "temperature_margin_c": NOT_NEGATIVE,
     "temperature_max_c": NOT_NEGATIVE,
     "xid_window_hours": NOT_NEGATIVE,
+    "smi_timeout": AT_LEAST_1,
 }
 
 
@@ -284,7 +316,9 @@ def main() -> None:
 
     nvlink = None
     if gpus and p["check_nvlink"] and smi_path:
-        rc, out, _err = module.run_command([smi_path, "nvlink", "--status"])
+        rc, out, _err = _smi(module, smi_path, "nvlink", "--status")
+        if rc in HUNG:
+            gpus, fault = None, _hung(module, "nvlink --status")
         nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
 
     xids, log_records, extra = None, [], {}

@@ -15,6 +15,17 @@ def records(result):
     return {r["check"]: r for r in result["checks"]}
 
 
+DEADLINE = ["timeout", "--kill-after=5", "30"]
+
+
+def without_deadline(cmd):
+    """nvidia-smi runs under its deadline (smi_timeout, 30 s by default); other commands as they are."""
+    if cmd[0] == "timeout":
+        assert cmd[:3] == DEADLINE and cmd[3].endswith("nvidia-smi"), cmd
+        return cmd[3:]
+    return cmd
+
+
 @pytest.fixture
 def node(monkeypatch):
     """A fake node: which binaries exist and what each command prints."""
@@ -27,6 +38,7 @@ def node(monkeypatch):
         def run_command(self, module, cmd, environ_update=None, **kw):
             # Every command runs in the C locale: the parsers read English numbers and words.
             assert module.run_command_environ_update == {"LC_ALL": "C", "LANG": "C"}
+            cmd = without_deadline(cmd)
             self.calls.append(cmd)
             key = " ".join(cmd[1:3]) if cmd[0].endswith("nvidia-smi") else cmd[0].rsplit("/", 1)[-1]
             for prefix, reply in self.replies.items():
@@ -130,6 +142,7 @@ def test_old_driver_retries_with_old_field_names(run_module, node):
     calls = []
 
     def run(module, cmd, environ_update=None, **kw):
+        cmd = without_deadline(cmd)
         calls.append(cmd)
         if "--query-gpu=" in cmd[1]:
             if "clocks_event_reasons" in cmd[1]:
@@ -179,3 +192,21 @@ def test_nvml_source_requires_the_bindings(run_module, node):
 def test_bad_input_is_refused(run_module, node, args, message):
     result, failed = run_module(gpu_health.main, args, run_command=node.run_command)
     assert failed and result["msg"] == message
+
+
+@pytest.mark.parametrize("declared", [{}, {"expected_count": 2}])
+def test_an_nvidia_smi_that_does_not_answer_is_a_failure_not_a_wait(run_module, node, declared):
+    node.replies = {"--query-gpu": (124, "", "")}  # timeout(1): past the deadline
+    result, failed = run_module(gpu_health.main, {**declared, "fail_on": "never"}, run_command=node.run_command)
+    assert not failed and result["status"] == "fail"
+    hung = records(result)["gpu_query"]
+    assert (hung["status"], hung["code"], hung["value"]) == ("fail", "GPU_DRIVER_HUNG", 30)
+    assert hung["message"].startswith("nvidia-smi --query-gpu did not answer in 30 s: the driver is unresponsive")
+    # One call, no retry with the old field names; the kernel log is still read (Xid lines say why).
+    assert [c for c in node.calls if c[0].endswith("nvidia-smi")] == node.calls[:1]
+    assert node.calls[1][0].endswith("journalctl")
+
+
+def test_a_zero_deadline_is_refused(run_module, node):
+    result, failed = run_module(gpu_health.main, {"smi_timeout": 0}, run_command=node.run_command)
+    assert failed and result["msg"] == "smi_timeout must be at least 1, got 0"
