@@ -44,14 +44,9 @@ def out_of_bounds(params: Mapping[str, Any], bounds: Mapping[str, Bound]) -> str
     return None
 
 
-def no_problem(_params: Mapping[str, Any]) -> None:
-    """input_problem of a module whose bounds say everything."""
-    return None
-
-
 def start(
     argument_spec: dict[str, Any],
-    input_problem: Callable[[dict[str, Any]], str | None] = no_problem,
+    input_problem: Callable[[dict[str, Any]], str | None],
     bounds: Mapping[str, Bound] | None = None,
     **kwargs: Any,
 ) -> AnsibleModule:
