@@ -40,6 +40,7 @@ record remapped_rows.csv nvidia-smi --query-remapped-rows="$remap" --format=csv,
 record nvlink_status.txt nvidia-smi nvlink --status
 record help_query_gpu.txt nvidia-smi --help-query-gpu
 record topo.txt nvidia-smi topo -m
+record compute_apps.csv nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits
 record dmesg.txt dmesg
 # shellcheck disable=SC2016  # expanded by the inner sh
 record pci_nvidia.txt sh -c 'grep -l 0x10de /sys/bus/pci/devices/*/vendor | while read f; do d=${f%/vendor}; echo "${d##*/} $(cat $d/class) $(cat $d/device)"; done'

@@ -131,7 +131,8 @@ def save(saved, net, optimizer, epoch, step):
 
 def train_epoch(model, loader, optimizer, loss_fn, device):
     """One pass over this rank's share: (steps taken, [loss sum, samples] summed over every rank)."""
-    steps, totals = 0, torch.zeros(2, dtype=torch.float64)
+    # On the rank's device: NCCL reduces only GPU tensors, and no per-step .item() waits for the GPU.
+    steps, totals = 0, torch.zeros(2, dtype=torch.float64, device=device)
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         optimizer.zero_grad()
@@ -139,7 +140,8 @@ def train_epoch(model, loader, optimizer, loss_fn, device):
         loss.backward()
         optimizer.step()
         steps += 1
-        totals += torch.tensor([loss.item() * len(y), len(y)], dtype=torch.float64)
+        totals[0] += loss.detach().double() * len(y)
+        totals[1] += len(y)
     dist.all_reduce(totals)
     return steps, totals
 
