@@ -96,10 +96,21 @@ _INT_KEYS = {
     "retired_dbe",
     "remap_correctable",
     "remap_uncorrectable",
+    "memory",  # MiB, as nvidia-smi prints it
 }
 _FLOAT_KEYS = {"temperature", "temperature_slowdown", "power_draw", "power_limit"}
 _BOOL_KEYS = {"persistence_mode", "retired_pending", "remap_pending", "remap_failure"}
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([^)]+)\): (\d+)(?:, (.*))?")
+# A PCI address in a kernel line ("0000:3b:00" or "0000:3b:00.0").
+_PCI_ADDRESS = re.compile(r"\b([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?\b")
+# The PCI bus: NVIDIA's vendor id, and the classes of a GPU (VGA and 3D controllers; NVSwitches and the
+# cards' audio functions are other classes).
+NVIDIA_VENDOR = "0x10de"
+GPU_PCI_CLASSES = ("0x0300", "0x0302")
+# --query-gpu and --query-compute-apps fields for memory held with no process (CSV source).
+MEMORY_FIELDS = "pci.bus_id,memory.used,memory.total"
+COMPUTE_APP_FIELDS = "gpu_bus_id,pid,used_memory"
+MIB = 1024 * 1024
 
 
 class GpuParseError(ValueError):
@@ -313,6 +324,10 @@ def parse_query_xml(text: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         parsed = {key: _value(key, value) for key, value in raw.items()}
         parsed["ecc_supported"] = _ecc_supported(raw["ecc_uncorrected_volatile"], _text(gpu, "ecc_mode/current_ecc"))
         parsed["throttle_mask"] = _throttle_from_xml(gpu)
+        for key, path in (("memory_used", "fb_memory_usage/used"), ("memory_total", "fb_memory_usage/total")):
+            mib = _value("memory", _text(gpu, path))
+            parsed[key] = None if mib is None else mib * MIB
+        parsed["processes"] = None if gpu.find("processes") is None else len(gpu.findall("processes/process_info"))
         if parsed["temperature_slowdown"] is None:
             parsed["temperature_slowdown"] = _slowdown_from_tlimit(gpu)
         gpus.append(parsed)
@@ -345,6 +360,55 @@ def parse_xids(log: str) -> list[dict[str, Any]]:
                 {"bus": m.group(1), "code": int(m.group(2)), "detail": (m.group(3) or "").strip(), "line": line.strip()}
             )
     return events
+
+
+def parse_bus_drops(log: str) -> list[dict[str, Any]]:
+    """Kernel log lines saying a GPU "has fallen off the bus" (with or without an Xid 79) -> [{bus, line}]."""
+    drops = []
+    for line in log.splitlines():
+        if "fallen off the bus" in line.lower():
+            m = _PCI_ADDRESS.search(line)
+            drops.append({"bus": pci_address(m.group(1)) if m else None, "line": line.strip()})
+    return drops
+
+
+def pci_address(bus_id: str) -> str:
+    """A PCI address as sysfs names it ("0000:c1:00"), from NVML's "00000000:C1:00.0" or the kernel's forms."""
+    domain, bus, device = bus_id.strip().split(".", 1)[0].split(":")
+    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}"
+
+
+def nvidia_pci_gpus(devices: list[tuple[str, str, str]]) -> list[str]:
+    """(sysfs device name, vendor, class) of each PCI device -> the NVIDIA GPUs' addresses, sorted."""
+    return sorted(
+        pci_address(name)
+        for name, vendor, pci_class in devices
+        if vendor.strip().lower() == NVIDIA_VENDOR and pci_class.strip().lower()[:6] in GPU_PCI_CLASSES
+    )
+
+
+def merge_memory(gpus: list[dict[str, Any]], memory_csv: str, apps_csv: str) -> None:
+    """Add memory_used/memory_total (bytes) and processes (a count) from the CSV source's two extra queries.
+
+    memory_csv: `--query-gpu=MEMORY_FIELDS`; apps_csv: `--query-compute-apps=COMPUTE_APP_FIELDS`, both
+    `--format=csv,noheader,nounits` (MiB).
+    """
+    memory = {}
+    for line in memory_csv.strip().splitlines():
+        bus, used, total = _split_csv(line)
+        memory[pci_address(bus)] = (_value("memory", used), _value("memory", total))
+    apps: dict[str, int] = {}
+    for line in apps_csv.strip().splitlines():
+        if line.strip():
+            bus = pci_address(_split_csv(line)[0])
+            apps[bus] = apps.get(bus, 0) + 1
+    for gpu in gpus:
+        bus = pci_address(gpu["bus_id"]) if gpu.get("bus_id") else None
+        if bus in memory:
+            used, total = memory[bus]
+            gpu["memory_used"] = None if used is None else used * MIB
+            gpu["memory_total"] = None if total is None else total * MIB
+            gpu["processes"] = apps.get(bus, 0)
 
 
 def kernel_bus_id(bus_id: str) -> str:
@@ -392,6 +456,8 @@ class Limits:
     require_persistence: bool = True
     # nvidia_driver_power_limits as the inventory has it (watts by index, UUID or `all`); empty checks none.
     power_limits: Mapping[Any, Any] = field(default_factory=dict)
+    # Memory a GPU may hold while no process runs on it (a desktop's display server holds a few hundred MiB).
+    memory_held_max_mib: int = 1024
 
 
 def evaluate(
@@ -403,16 +469,23 @@ def evaluate(
     nvlink: dict[int, dict[str, Any]] | None = None,
     xids: list[dict[str, Any]] | None = None,
     xid_ignore: tuple[int, ...] = APPLICATION_XIDS,
+    bus_drops: list[dict[str, Any]] | None = None,
+    pci_gpus: list[str] | None = None,
     unavailable_reason: str | None = None,
 ) -> list[Check]:
     """Check records for one node. gpus=None means they could not be read (see unavailable_reason).
 
     What the inventory declares (expected_count, driver_version) and cannot be read fails: a node
-    declared with GPUs whose driver is missing is broken, not "unchecked".
+    declared with GPUs whose driver is missing is broken, not "unchecked". pci_gpus: the NVIDIA GPUs
+    on the PCI bus (None: not read); one the driver does not list fails. bus_drops: parse_bus_drops
+    of the kernel log (None: not read).
     """
+    checks: list[Check] = [] if bus_drops is None else [_bus_drop_check(bus_drops)]
     if gpus is None:
-        return _unreadable(unavailable_reason or "GPUs could not be queried", expected_count, limits.driver_version)
-    checks: list[Check] = []
+        reason = unavailable_reason or "GPUs could not be queried"
+        if pci_gpus:
+            reason += f" ({len(pci_gpus)} NVIDIA GPU(s) on the PCI bus: {', '.join(pci_gpus)})"
+        return _unreadable(reason, expected_count, limits.driver_version) + checks
     if expected_count is not None:
         if len(gpus) == expected_count:
             checks.append(
@@ -431,6 +504,8 @@ def evaluate(
     for gpu in gpus:
         checks += [record for check in GPU_CHECKS for record in check(gpu, f"gpu{gpu.get('index')}", limits)]
     checks += _power_limit_checks(gpus, limits.power_limits)
+    if pci_gpus is not None:
+        checks.append(_pci_check(gpus, pci_gpus, source))
     if nvlink is not None:
         checks += _nvlink_checks(nvlink)
     if xids is not None:
@@ -694,6 +769,29 @@ def _power_limit_checks(gpus: list[dict[str, Any]], wanted: Mapping[Any, Any]) -
 
 
 # Each GPU's checks, in the report's order.
+def _memory_held(gpu: dict[str, Any], g: str, limits: Limits) -> list[Check]:
+    """Memory in use with no process on the GPU: a job that died and left its memory, or a process the
+    node cannot see (another PID namespace). Only where the source lists processes."""
+    used, processes = gpu.get("memory_used"), gpu.get("processes")
+    if used is None or processes is None:
+        return []
+    mib = used // MIB
+    if processes == 0 and mib > limits.memory_held_max_mib:
+        return [
+            warned(
+                f"{g}.memory_held",
+                f"{mib} MiB of GPU memory in use with no process on the GPU: memory left by a job that died, or "
+                "a process in a container; check `nvidia-smi --query-compute-apps=pid,used_memory` and "
+                "`fuser -v /dev/nvidia*`, then reset the GPU (`nvidia-smi -r`) while it is idle",
+                value=mib,
+                threshold=limits.memory_held_max_mib,
+                unit="MiB",
+                code="GPU_MEMORY_HELD",
+            )
+        ]
+    return [passed(f"{g}.memory_held", f"{mib} MiB in use by {processes} process(es)", value=mib, unit="MiB")]
+
+
 GPU_CHECKS = (
     _model,
     _driver,
@@ -706,6 +804,7 @@ GPU_CHECKS = (
     _persistence,
     _temperature,
     _power,
+    _memory_held,
 )
 
 
@@ -743,6 +842,44 @@ def _xid_check(xids: list[dict[str, Any]], ignore: tuple[int, ...]) -> Check:
     return passed("xid", f"no hardware XID errors in the kernel log{note}", value=0, threshold=0)
 
 
+def _bus_drop_check(drops: list[dict[str, Any]]) -> Check:
+    if drops:
+        buses = sorted({d["bus"] or "unknown address" for d in drops})
+        return failed(
+            "gpu_bus",
+            f"the kernel log says a GPU has fallen off the bus ({', '.join(buses)}): {drops[-1]['line']}; "
+            "drain the node, check the GPU's power cables, seating and temperature, then reboot (a GPU reset "
+            "rarely brings it back)",
+            value=len(drops),
+            threshold=0,
+            code="GPU_FELL_OFF_BUS",
+        )
+    return passed("gpu_bus", "no GPU has fallen off the bus since boot", value=0, threshold=0)
+
+
+def _pci_check(gpus: list[dict[str, Any]], pci_gpus: list[str], source: str) -> Check:
+    """Every NVIDIA GPU on the PCI bus is one the driver lists."""
+    listed = {pci_address(g["bus_id"]) for g in gpus if g.get("bus_id")}
+    lost = [bus for bus in pci_gpus if bus not in listed]
+    if lost:
+        return failed(
+            "gpu_pci",
+            f"{len(lost)} NVIDIA GPU(s) on the PCI bus that {source} does not list: {', '.join(lost)}; the driver "
+            "lost or never initialised them: look for NVRM lines in `journalctl -k`, check power and seating, "
+            "then reboot",
+            value=len(pci_gpus),
+            threshold=len(listed),
+            code="GPU_NOT_IN_DRIVER",
+        )
+    if listed and not pci_gpus:
+        return unavailable(
+            "gpu_pci", f"{source} lists {len(listed)} GPU(s) the PCI bus here does not show (a container hides it?)"
+        )
+    return passed(
+        "gpu_pci", f"{len(pci_gpus)} NVIDIA GPU(s) on the PCI bus, each listed by {source}", value=len(pci_gpus)
+    )
+
+
 def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Read the same values through NVML (the `pynvml` module of nvidia-ml-py, passed in)."""
     nvml.nvmlInit()
@@ -777,8 +914,9 @@ def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "pcie_width_max": get("nvmlDeviceGetMaxPcieLinkWidth"),
                 "clock_sm": get("nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM),
                 "clock_memory": get("nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM),
-                "memory_used": getattr(memory := get("nvmlDeviceGetMemoryInfo"), "used", None),
+                "memory_used": getattr(memory := _nvml_memory(nvml, h), "used", None),
                 "memory_total": getattr(memory, "total", None),
+                "processes": _nvml_processes(nvml, h),
                 # Percent of the last sample period a kernel ran / memory was busy; fan speed in percent of
                 # its maximum (None on passively cooled GPUs); energy in mJ since the driver loaded (Volta on).
                 "utilization_gpu": getattr(busy := get("nvmlDeviceGetUtilizationRates"), "gpu", None),
@@ -815,6 +953,28 @@ def collect_nvml(nvml: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         return gpus, {"driver_version": driver}
     finally:
         nvml.nvmlShutdown()
+
+
+def _nvml_memory(nvml: Any, handle: Any) -> Any:
+    """Frame buffer memory with the driver's reserved part left out of `used` (as nvidia-smi shows it: an idle
+    H200 reads 0 MiB, where the first version of the call says 615 MiB); the first version where that is all."""
+    try:
+        return nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
+    except (AttributeError, TypeError, nvml.NVMLError):  # bindings or drivers without the second version
+        try:
+            return nvml.nvmlDeviceGetMemoryInfo(handle)
+        except nvml.NVMLError:
+            return None
+
+
+def _nvml_processes(nvml: Any, handle: Any) -> int | None:
+    """Compute and graphics processes on the GPU; None when NVML cannot list them."""
+    try:
+        return len(nvml.nvmlDeviceGetComputeRunningProcesses(handle)) + len(
+            nvml.nvmlDeviceGetGraphicsRunningProcesses(handle)
+        )
+    except (nvml.NVMLError, AttributeError):  # AttributeError: bindings without these calls
+        return None
 
 
 def _nvml_ecc_supported(nvml: Any, handle: Any) -> bool | None:

@@ -17,6 +17,9 @@ description:
   - A node without the driver, the tools or a GPU gets an C(unavailable) record that says what was missing,
     unless I(expected_count) or I(driver_version) declares GPUs there; then it C(fail)s, naming what is
     missing. C(nvidia-smi) exit codes 14 and 15 (infoROM corrupted, GPU fallen off the bus) are faults.
+  - Failures that hide from a plain query are their own checks - every NVIDIA GPU on the PCI bus (sysfs, classes
+    VGA and 3D) must be one the driver lists (C(GPU_NOT_IN_DRIVER)), a kernel log line saying a GPU "has fallen
+    off the bus" fails with or without an XID (C(GPU_FELL_OFF_BUS)), and GPU memory held with no process warns.
   - Checks that do not apply to the GPU (ECC on a GeForce card, or with ECC turned off) are C(n/a), which never
     changes the verdict.
 version_added: 0.1.0
@@ -88,6 +91,14 @@ options:
     type: list
     elements: int
     default: [13, 31, 43, 45, 68]
+  memory_held_max_mib:
+    description:
+      - MiB a GPU may hold while no process runs on it; above it the GPU warns (C(GPU_MEMORY_HELD)) - memory
+        left by a job that died, or a process the node cannot see. NVML and C(-q -x) list compute and
+        graphics processes; the CSV source lists compute processes only, so a desktop's display server counts
+        as none there.
+    type: int
+    default: 1024
   smi_timeout:
     description:
       - Seconds each C(nvidia-smi) call may take. One that does not answer in time is a failure, C(GPU_DRIVER_HUNG).
@@ -142,6 +153,8 @@ xids:
   type: list
   elements: dict
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -215,16 +228,40 @@ def _smi_gpus(module, smi_path, fmt):
             gpus, _unused = smi.parse_query_xml(out)
         else:
             gpus = smi.parse_query_csv(out)
-            rc, out, _err = _smi(
-                module, smi_path, f"--query-remapped-rows={smi.REMAP_FIELDS}", "--format=csv,noheader,nounits"
-            )
-            if rc in HUNG:
-                return None, "nvidia-smi did not answer", _hung(module, "--query-remapped-rows")
-            if rc == 0:  # pre-Ampere GPUs have no row remapping
-                smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(out))
+            extra = {}  # what each further CSV query printed; None where it is not supported
+            for name, query in (
+                ("remap", f"--query-remapped-rows={smi.REMAP_FIELDS}"),
+                ("memory", f"--query-gpu={smi.MEMORY_FIELDS}"),
+                ("apps", f"--query-compute-apps={smi.COMPUTE_APP_FIELDS}"),
+            ):
+                rc, out, _err = _smi(module, smi_path, query, "--format=csv,noheader,nounits")
+                if rc in HUNG:
+                    return None, "nvidia-smi did not answer", _hung(module, query.partition("=")[0])
+                extra[name] = out if rc == 0 else None
+            if extra["remap"] is not None:  # pre-Ampere GPUs have no row remapping
+                smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(extra["remap"]))
+            if extra["memory"] is not None and extra["apps"] is not None:
+                smi.merge_memory(gpus, extra["memory"], extra["apps"])
     except smi.GpuParseError as exc:
         module.fail_json(msg=f"could not read nvidia-smi output: {exc}", output=out[:2000])
     return gpus, None, None
+
+
+# Where the kernel lists PCI devices, each with its vendor and class.
+PCI_DEVICES = "/sys/bus/pci/devices"
+
+
+def _pci_gpus():
+    """The NVIDIA GPUs on the PCI bus (sysfs), or None when the bus cannot be read."""
+    try:
+        names = os.listdir(PCI_DEVICES)
+        devices = []
+        for name in names:
+            with open(f"{PCI_DEVICES}/{name}/vendor") as vendor, open(f"{PCI_DEVICES}/{name}/class") as pci_class:
+                devices.append((name, vendor.read(), pci_class.read()))
+    except OSError:
+        return None
+    return smi.nvidia_pci_gpus(devices)
 
 
 def _kernel_log(module, hours):
@@ -260,6 +297,7 @@ ARGUMENT_SPEC = dict(
     check_nvlink=dict(type="bool", default=True),
     xid_window_hours=dict(type="int", default=24),
     xid_ignore=dict(type="list", elements="int", default=list(smi.APPLICATION_XIDS)),
+    memory_held_max_mib=dict(type="int", default=1024),
     smi_timeout=dict(type="int", default=30),
 )
 BOUNDS = {
@@ -269,6 +307,7 @@ BOUNDS = {
     "temperature_margin_c": NOT_NEGATIVE,
     "temperature_max_c": NOT_NEGATIVE,
     "xid_window_hours": NOT_NEGATIVE,
+    "memory_held_max_mib": NOT_NEGATIVE,
     "smi_timeout": AT_LEAST_1,
 }
 
@@ -303,8 +342,6 @@ def read_gpus(module: AnsibleModule, smi_path: str | None):
         else:
             reasons.append("nvidia-smi is not installed")
             source = "none"
-    if gpus == [] and p["expected_count"] is None:
-        gpus, reasons = None, [f"{source} lists no GPU"]
     return gpus, source, reasons, fault
 
 
@@ -313,6 +350,9 @@ def main() -> None:
     p = module.params
     smi_path = module.get_bin_path("nvidia-smi")
     gpus, source, reasons, fault = read_gpus(module, smi_path)
+    pci = _pci_gpus()
+    if gpus == [] and p["expected_count"] is None and not pci:  # a node with no GPU: nothing to judge
+        gpus, reasons = None, [f"{source} lists no GPU"]
 
     nvlink = None
     if gpus and p["check_nvlink"] and smi_path:
@@ -321,13 +361,13 @@ def main() -> None:
             gpus, fault = None, _hung(module, "nvlink --status")
         nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
 
-    xids, log_records, extra = None, [], {}
-    if p["xid_window_hours"] > 0 and (gpus is not None or fault is not None):
+    xids, drops, log_records, extra = None, None, [], {}
+    if p["xid_window_hours"] > 0 and (gpus is not None or fault is not None or pci):
         log, why = _kernel_log(module, p["xid_window_hours"])
         if log is None:
             log_records.append(unavailable("xid", f"kernel log not readable: {why}"))
         else:
-            xids = smi.parse_xids(log)
+            xids, drops = smi.parse_xids(log), smi.parse_bus_drops(log)
             extra["xids"] = xids
 
     records = smi.evaluate(
@@ -338,10 +378,12 @@ def main() -> None:
         nvlink=nvlink,
         xids=xids,
         xid_ignore=tuple(p["xid_ignore"]),
+        bus_drops=drops,
+        pci_gpus=pci,
         unavailable_reason="; ".join(reasons),
     )
     if fault is not None:  # nvidia-smi said the hardware is broken: that, not "unavailable"
-        records = [fault]
+        records = [fault] + [r for r in records if r.check == "gpu_bus"]
     records += log_records
     exit_with_records(module, records, gpus=gpus or [], source=source, **extra)
 

@@ -20,6 +20,7 @@ NVML_VOLATILE_ECC = 0
 NVML_AGGREGATE_ECC = 1
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
+nvmlMemory_v2 = 0x02000028  # noqa: N816 - pynvml's name: the version of the memory struct that reports reserved apart
 
 
 class NVMLError(Exception):
@@ -120,9 +121,27 @@ def nvmlDeviceGetClockInfo(h: int, clock: int) -> int:  # noqa: N802
     return _gpu(h)["clocks"]["sm" if clock == NVML_CLOCK_SM else "memory"]
 
 
-def nvmlDeviceGetMemoryInfo(h: int) -> SimpleNamespace:  # noqa: N802
+def nvmlDeviceGetMemoryInfo(h: int, version: int | None = None) -> SimpleNamespace:  # noqa: N802
+    """A GPU's "memory": {"total", "used" (by processes), "reserved" (by the driver, 0 when absent)}. The first
+    version of the call counts the reserved memory as used, as NVML does; nvmlMemory_v2 reports it apart."""
     memory = _gpu(h)["memory"]
-    return SimpleNamespace(total=memory["total"], used=memory["used"], free=memory["total"] - memory["used"])
+    total, used, reserved = memory["total"], memory["used"], memory.get("reserved", 0)
+    if version is None:
+        return SimpleNamespace(total=total, used=used + reserved, free=total - used - reserved)
+    return SimpleNamespace(total=total, reserved=reserved, used=used, free=total - used - reserved)
+
+
+def _processes(h: int, kind: str) -> list[SimpleNamespace]:
+    """A GPU's "processes": {"compute": [[pid, bytes], ...], "graphics": [...]}; none when absent."""
+    return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in _gpu(h).get("processes", {}).get(kind, [])]
+
+
+def nvmlDeviceGetComputeRunningProcesses(h: int) -> list[SimpleNamespace]:  # noqa: N802
+    return _processes(h, "compute")
+
+
+def nvmlDeviceGetGraphicsRunningProcesses(h: int) -> list[SimpleNamespace]:  # noqa: N802
+    return _processes(h, "graphics")
 
 
 def nvmlDeviceGetCurrentClocksEventReasons(h: int) -> int:  # noqa: N802

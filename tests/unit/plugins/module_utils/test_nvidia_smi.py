@@ -282,6 +282,73 @@ def test_nvml_collector(nvml):
     assert (geforce["ecc_supported"], geforce["ecc_uncorrected_volatile"]) == (False, None)
     assert "remap_pending" not in geforce
     assert checks["gpu0.ecc_uncorrected"].status == "n/a"
+    # Memory with processes (the GeForce: a job and the display server) or little of it (the A100) passes.
+    assert (geforce["processes"], a100["processes"]) == (2, 0)
+    assert [checks[f"gpu{i}.memory_held"].status for i in (0, 1)] == ["pass", "pass"]
+
+
+def test_gpu_memory_held_with_no_process_warns(nvml):
+    def leak(state):  # the A100 holds 30 GiB and lists no process: a job died and left it
+        state["gpus"][1]["memory"]["used"] = 30 * 2**30
+
+    gpus, _info = smi.collect_nvml(nvml(leak))
+    held = by_check(smi.evaluate(gpus, source="nvml"))["gpu1.memory_held"]
+    assert (held.status, held.code, held.value, held.threshold) == ("warn", "GPU_MEMORY_HELD", 30720, 1024)
+    limits = smi.Limits(memory_held_max_mib=40000)
+    assert by_check(smi.evaluate(gpus, source="nvml", limits=limits))["gpu1.memory_held"].status == "pass"
+
+
+def test_xml_memory_and_processes_recorded_h200_580():
+    gpus, _info = smi.parse_query_xml(read("q_x_h200_580.xml"))
+    assert (gpus[0]["memory_used"], gpus[0]["memory_total"], gpus[0]["processes"]) == (0, 143771 * 2**20, 0)
+
+
+BUS_DROPS = """\
+2026-11-30T10:02:44+0000 gpu1 kernel: NVRM: GPU at PCI:0000:c1:00: GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d
+2026-11-30T10:02:44+0000 gpu1 kernel: NVRM: GPU 0000:c1:00.0: GPU has fallen off the bus.
+2026-11-30T10:02:45+0000 gpu1 kernel: NVRM: The NVIDIA GPU 0000:C1:00.0 (PCI ID: 10de:20f1) installed in this system \
+has fallen off the bus and is not responding to commands.
+"""
+
+
+def test_a_gpu_fallen_off_the_bus_without_an_xid_fails():
+    drops = smi.parse_bus_drops(BUS_DROPS)
+    assert [d["bus"] for d in drops] == ["0000:c1:00", "0000:c1:00"]
+    assert smi.parse_xids(BUS_DROPS) == []  # no Xid line: the XID check alone would pass
+    checks = by_check(smi.evaluate([], source="nvidia-smi csv", bus_drops=drops))
+    assert (checks["gpu_bus"].status, checks["gpu_bus"].code) == ("fail", "GPU_FELL_OFF_BUS")
+    assert "0000:c1:00" in checks["gpu_bus"].message and "not responding" in checks["gpu_bus"].message
+    # Also when the driver no longer answers at all, and not at all when the log is clean.
+    unread = by_check(smi.evaluate(None, source="none", bus_drops=drops, unavailable_reason="NVML: Unknown Error"))
+    assert unread["gpu_bus"].status == "fail"
+    assert by_check(smi.evaluate([], source="nvml", bus_drops=[]))["gpu_bus"].status == "pass"
+    assert [d["bus"] for d in smi.parse_bus_drops(read("kern_xid.log"))] == ["0000:c1:00"]  # the Xid 79 line
+
+
+def test_every_nvidia_gpu_on_the_pci_bus_is_one_the_driver_lists():
+    # sysfs: the H200 recorded on a lent machine, a GPU's audio function and an NVSwitch (not GPUs), a NIC.
+    devices = [
+        ("0000:00:06.0", "0x10de\n", "0x030200\n"),
+        ("0000:41:00.0", "0x10de", "0x030000"),
+        ("0000:41:00.1", "0x10de", "0x040300"),
+        ("0000:05:00.0", "0x10de", "0x068000"),
+        ("0000:3b:00.0", "0x15b3", "0x020000"),
+    ]
+    pci = smi.nvidia_pci_gpus(devices)
+    assert pci == ["0000:00:06", "0000:41:00"]
+    h200 = smi.parse_query_csv(read("query_h200_580.csv"))
+    lost = by_check(smi.evaluate(h200, source="nvidia-smi csv", pci_gpus=pci))["gpu_pci"]
+    assert (lost.status, lost.code, lost.value, lost.threshold) == ("fail", "GPU_NOT_IN_DRIVER", 2, 1)
+    assert "0000:41:00" in lost.message and "0000:00:06" not in lost.message
+    ok = by_check(smi.evaluate(h200, source="nvidia-smi csv", pci_gpus=pci[:1]))["gpu_pci"]
+    assert (ok.status, ok.value) == ("pass", 1)
+    hidden = by_check(smi.evaluate(h200, source="nvidia-smi csv", pci_gpus=[]))["gpu_pci"]
+    assert hidden.status == "unavailable"
+    # The driver lists none, the bus shows two: not "no GPU here".
+    none = by_check(smi.evaluate([], source="nvidia-smi csv", pci_gpus=pci))["gpu_pci"]
+    assert (none.status, none.value, none.threshold) == ("fail", 2, 0)
+    unread = smi.evaluate(None, source="none", pci_gpus=pci, unavailable_reason="nvidia-smi is not installed")
+    assert "2 NVIDIA GPU(s) on the PCI bus: 0000:00:06, 0000:41:00" in unread[0].message
 
 
 def test_a_declared_slot_width_is_what_the_link_is_held_to():
@@ -326,3 +393,38 @@ def test_power_limits_are_held_to_what_the_inventory_asks_by_index_or_uuid():
     assert missing["power_limits"].status == "fail"
     assert missing["power_limits"].message.startswith("nvidia_driver_power_limits[2]: this node has no GPU 2")
     assert not [c for c in smi.evaluate(gpus, source="nvidia-smi") if "power_limit" in c.check]
+
+
+def test_nvml_memory_leaves_the_drivers_reserved_part_out(nvml):
+    """The first version of NVML's call counts the reserved memory as used (615 MiB on an idle H200 where
+    nvidia-smi shows 0 MiB); the second reports it apart. Bindings without the second fall back."""
+    module = nvml()
+    gpus, _info = smi.collect_nvml(module)
+    assert gpus[1]["memory_used"] == 444596224  # not + the 616 MiB reserved
+    del module.nvmlMemory_v2
+    gpus, _info = smi.collect_nvml(module)
+    assert gpus[1]["memory_used"] == 444596224 + 646184960
+
+
+def test_memory_and_compute_processes_recorded_on_the_h200():
+    """The CSV source's two further queries as a lent H200 answered them: idle, and while a process held
+    1 GiB (torch's context adds the rest). Idle memory with that process's listing gone is memory held."""
+    idle, busy = read("memory_h200_580.csv"), read("memory_busy_h200_580.csv")
+    apps = read("compute_apps_busy_h200_580.csv")
+    cases = {"idle": (idle, ""), "busy": (busy, apps), "left behind": (busy, "")}
+    found = {}
+    for name, (memory, processes) in cases.items():
+        gpus = smi.parse_query_csv(read("query_h200_580.csv"))
+        smi.merge_memory(gpus, memory, processes)
+        held = by_check(smi.evaluate(gpus, source="nvidia-smi csv"))["gpu0.memory_held"]
+        found[name] = (gpus[0]["processes"], held.value, held.status)
+    assert found == {"idle": (0, 0, "pass"), "busy": (1, 1643, "pass"), "left behind": (0, 1643, "warn")}
+    assert gpus[0]["memory_total"] == 143771 * 2**20
+
+
+def test_the_kernel_log_and_pci_bus_recorded_on_the_h200():
+    log = read("dmesg_h200_580.txt")
+    assert "NVRM: loading NVIDIA UNIX Open Kernel Module" in log
+    assert smi.parse_bus_drops(log) == [] and smi.parse_xids(log) == []
+    name, pci_class, _device = read("pci_h200_580.txt").split()
+    assert smi.nvidia_pci_gpus([(name, "0x10de", pci_class)]) == ["0000:00:06"]

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.gpulab.cluster.plugins.modules import gpu_health
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
@@ -34,6 +35,7 @@ def node(monkeypatch):
         bins = {"nvidia-smi": "/usr/bin/nvidia-smi", "journalctl": "/usr/bin/journalctl", "dmesg": "/usr/bin/dmesg"}
         replies: dict = {}
         calls: list = []
+        pci = None  # the NVIDIA GPUs on the PCI bus; None: sysfs not readable
 
         def run_command(self, module, cmd, environ_update=None, **kw):
             # Every command runs in the C locale: the parsers read English numbers and words.
@@ -41,6 +43,8 @@ def node(monkeypatch):
             cmd = without_deadline(cmd)
             self.calls.append(cmd)
             key = " ".join(cmd[1:3]) if cmd[0].endswith("nvidia-smi") else cmd[0].rsplit("/", 1)[-1]
+            if key.startswith((f"--query-gpu={smi.MEMORY_FIELDS}", "--query-compute-apps")):
+                key = "memory " + key  # its own replies, so that "--query-gpu" means the main query
             for prefix, reply in self.replies.items():
                 if key.startswith(prefix):
                     return reply
@@ -49,6 +53,7 @@ def node(monkeypatch):
     n = Node()
     n.calls = []
     n.replies = {}
+    monkeypatch.setattr(gpu_health, "_pci_gpus", lambda: n.pci)
     monkeypatch.setattr(
         gpu_health.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: n.bins.get(name), raising=True
     )
@@ -130,12 +135,16 @@ def test_healthy_geforce_node(run_module, node):
     assert result["changed"] is False
     assert result["source"] == "nvidia-smi csv"
     assert result["status"] == "pass"  # GeForce has no ECC: n/a, which never lowers the verdict
-    assert result["summary"] == {"pass": 17, "warn": 0, "fail": 0, "unavailable": 0, "n/a": 2}
+    assert result["summary"] == {"pass": 18, "warn": 0, "fail": 0, "unavailable": 0, "n/a": 2}  # gpu_bus too
     checks = records(result)
     assert checks["nvlink"]["message"] == "no NVLink on this node"
     assert checks["xid"]["status"] == "pass"
     assert node.calls[0][1].startswith("--query-gpu=index,uuid,name,pci.bus_id,")
     assert node.calls[-1][:4] == ["/usr/bin/journalctl", "-k", "-o", "short-iso"]
+
+
+# The bus ids of query_a100_470_old_names.csv, as --query-gpu and --query-compute-apps print them.
+A100_BUSES = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0")
 
 
 def test_old_driver_retries_with_old_field_names(run_module, node):
@@ -144,7 +153,15 @@ def test_old_driver_retries_with_old_field_names(run_module, node):
     def run(module, cmd, environ_update=None, **kw):
         cmd = without_deadline(cmd)
         calls.append(cmd)
-        if "--query-gpu=" in cmd[1]:
+        if cmd[1] == f"--query-gpu={smi.MEMORY_FIELDS}":  # GPU 1 runs a job; GPU 2 holds 30 GB with none
+            return (
+                0,
+                "\n".join(f"{bus}, {used}, 40960" for bus, used in zip(A100_BUSES, (0, 30001, 30000, 1), strict=True)),
+                "",
+            )
+        if cmd[1].startswith("--query-compute-apps="):
+            return 0, f"{A100_BUSES[1]}, 4242, 30000\n", ""
+        if cmd[1].startswith("--query-gpu="):
             if "clocks_event_reasons" in cmd[1]:
                 return 2, 'Field "clocks_event_reasons.active" is not a valid field to query.', ""
             return 0, read("query_a100_470_old_names.csv"), ""
@@ -162,6 +179,14 @@ def test_old_driver_retries_with_old_field_names(run_module, node):
     assert checks["gpu2.pcie_width"]["status"] == "fail"
     assert checks["xid"]["value"] == 1
     assert [x["code"] for x in result["xids"]] == [13, 43, 79]
+    held = {g: checks[f"{g}.memory_held"] for g in ("gpu0", "gpu1", "gpu2", "gpu3")}
+    assert {g: (c["status"], c["value"]) for g, c in held.items()} == {
+        "gpu0": ("pass", 0),
+        "gpu1": ("pass", 30001),
+        "gpu2": ("warn", 30000),
+        "gpu3": ("pass", 1),
+    }
+    assert held["gpu2"]["code"] == "GPU_MEMORY_HELD" and "no process" in held["gpu2"]["message"]
 
 
 def test_xml_source(run_module, node):
@@ -210,3 +235,53 @@ def test_an_nvidia_smi_that_does_not_answer_is_a_failure_not_a_wait(run_module, 
 def test_a_zero_deadline_is_refused(run_module, node):
     result, failed = run_module(gpu_health.main, {"smi_timeout": 0}, run_command=node.run_command)
     assert failed and result["msg"] == "smi_timeout must be at least 1, got 0"
+
+
+def test_the_pci_bus_is_read_from_sysfs(monkeypatch, tmp_path):
+    for name, vendor, pci_class in (("0000:00:06.0", "0x10de", "0x030200"), ("0000:00:1f.0", "0x8086", "0x060100")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "vendor").write_text(vendor + "\n")
+        (tmp_path / name / "class").write_text(pci_class + "\n")
+    monkeypatch.setattr(gpu_health, "PCI_DEVICES", str(tmp_path))
+    assert gpu_health._pci_gpus() == ["0000:00:06"]
+    monkeypatch.setattr(gpu_health, "PCI_DEVICES", str(tmp_path / "missing"))
+    assert gpu_health._pci_gpus() is None
+
+
+def test_a_gpu_on_the_bus_that_nvidia_smi_does_not_list_fails(run_module, node):
+    """The recorded H200 answers; a second GPU sits on the bus and the driver lost it: no inventory needed."""
+    node.pci = ["0000:00:06", "0000:41:00"]
+    node.replies = {
+        "--query-gpu": (0, read("query_h200_580.csv"), ""),
+        "memory --query-gpu": (0, "00000000:00:06.0, 0, 143771\n", ""),
+        "journalctl": (0, "2026-12-04T10:00:00+0000 gpu1 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n", ""),
+    }
+    result, failed = run_module(gpu_health.main, {}, run_command=node.run_command)
+    assert failed and result["status"] == "fail"
+    checks = records(result)
+    assert (checks["gpu_pci"]["code"], checks["gpu_pci"]["value"], checks["gpu_pci"]["threshold"]) == (
+        "GPU_NOT_IN_DRIVER",
+        2,
+        1,
+    )
+    assert checks["gpu_bus"]["status"] == "pass"
+    assert (checks["gpu0.memory_held"]["status"], checks["gpu0.memory_held"]["value"]) == ("pass", 0)
+    # The driver lists no GPU at all while the bus shows them: a fault, not "nothing to check".
+    node.replies["--query-gpu"] = (0, "", "")
+    result, failed = run_module(gpu_health.main, {"fail_on": "never"}, run_command=node.run_command)
+    assert records(result)["gpu_pci"]["status"] == "fail" and result["status"] == "fail"
+
+
+def test_a_gpu_fallen_off_the_bus_fails_even_when_nvidia_smi_answers(run_module, node):
+    node.replies = {
+        "--query-gpu": (0, read("query_h200_580.csv"), ""),
+        "journalctl": (
+            0,
+            "2026-12-04T10:02:44+0000 gpu1 kernel: NVRM: GPU 0000:00:06.0: GPU has fallen off the bus.\n",
+            "",
+        ),
+    }
+    result, failed = run_module(gpu_health.main, {"fail_on": "never"}, run_command=node.run_command)
+    bus = records(result)["gpu_bus"]
+    assert (bus["status"], bus["code"]) == ("fail", "GPU_FELL_OFF_BUS") and result["status"] == "fail"
+    assert "gpu_pci" not in records(result)  # sysfs not readable in this fake: no record, not a guess
