@@ -12,7 +12,7 @@ S ?= common
 # The package cache of the test containers and VMs (scripts/package-cache.sh), unless the caller started it.
 WITH_CACHE = [ -n "$${GPULAB_PIP_CACHE+set}" ] || eval "$$(scripts/package-cache.sh start)"; export GPULAB_PIP_CACHE GPULAB_APT_CACHE;
 
-.PHONY: setup engine image ee lab lab-destroy test test-lab test-ee lint test-unit molecule clean
+.PHONY: setup engine image ee lab lab-destroy doctor test test-lab test-ee lint test-unit molecule clean
 
 setup: $(VENV)/.installed .collections/ansible_collections/gpulab/cluster .cache/tools/promtool
 
@@ -52,6 +52,10 @@ ee: setup image
 
 lab-destroy: setup
 	ansible-playbook playbooks/lab-destroy.yml
+
+# What changed on the lab since its last good run (make doctor ARGS='-e doctor_accept=true' records one).
+doctor: setup
+	ansible-playbook playbooks/doctor.yml $(ARGS)
 
 # The lab from scratch (check mode, converge without the benchmarks, no-change rerun with them),
 # then its validation report, read back and looked at in headless Chromium.

@@ -6,8 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.gpulab.cluster.plugins.filter.host_facts import gpu_count_problem
-from ansible_collections.gpulab.cluster.plugins.module_utils import cost, report
+from ansible_collections.gpulab.cluster.plugins.filter.slurm import slurm_controller_host
+from ansible_collections.gpulab.cluster.plugins.module_utils import baseline, cost, report
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import FAIL_ON_CHOICES as FAIL_ON
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import as_number as _number
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_findings
 from ansible_collections.gpulab.cluster.plugins.module_utils.nvidia_smi import PCIE_WIDTHS
 
@@ -19,15 +21,6 @@ MOVED = {
     "validation_wheel_dir": "training_wheel_dir",
     "validation_pip_index_url": "training_pip_index_url",
 }
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _retired(settings: Mapping[str, Any]) -> list[str]:
@@ -104,6 +97,11 @@ def validate_problems(
                 )
     if isinstance(settings.get("cost"), Mapping) and settings["cost"]:
         problems += cost.problems(settings["cost"])
+    problems += baseline.tolerance_problems(settings.get("tolerances", {}), "validation_tolerances")
+    if not isinstance(settings.get("baseline", ""), str):
+        problems.append(f"validation_baseline must be the path of a report.json, got {settings['baseline']!r}")
+    elif settings.get("baseline_accept") and not settings.get("baseline"):
+        problems.append("validation_baseline_accept needs validation_baseline: the path to record the run at")
     if settings.get("fail_on") not in FAIL_ON:
         problems.append(f"validation_fail_on must be one of {', '.join(FAIL_ON)}, got {settings.get('fail_on')!r}")
     problems += filter(None, (gpu_count_problem(host, count) for host, count in sorted(gpu_counts.items())))
@@ -134,11 +132,27 @@ def validate_settings_problems(
     """The filter: reads each compute node's gpulab_gpu_count, gpulab_gpu_pcie_width and
     gpulab_nccl_in_node_busbw_gbs from hostvars."""
     compute = groups.get("compute", [])
+    controller = slurm_controller_host(
+        next(
+            (hostvars[h]["slurm_controller"] for h in groups.get("all", []) if hostvars[h].get("slurm_controller")),
+            None,
+        ),
+        groups,
+    )
+    drain = (
+        []
+        if controller or not settings.get(f"{PREFIX}drain")
+        else [
+            "validation_drain needs a Slurm controller to drain through: set slurm_controller or put a node in the "
+            "management group"
+        ]
+    )
     counts = {h: hostvars[h].get("gpulab_gpu_count") for h in compute}
     widths = {h: hostvars[h].get("gpulab_gpu_pcie_width") for h in compute}
     in_node = {h: hostvars[h].get("gpulab_nccl_in_node_busbw_gbs") for h in compute}
     return (
-        validate_problems(settings, groups.get("all", []), counts)
+        drain
+        + validate_problems(settings, groups.get("all", []), counts)
         + pcie_width_problems(widths)
         + in_node_busbw_problems(in_node)
     )
@@ -154,7 +168,7 @@ RESULT_VARS = {
 
 
 def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """host -> {reached, gpu, rdma, nccl, network: registered result or {}} for the report.
+    """host -> {reached, versions, gpu, rdma, nccl, network: registered result or {}} for the report.
 
     reached: the node answered the version read every node runs with its versions (false for unreachable
     or failed nodes, and for a read that errored: its registered result has no versions).
@@ -162,6 +176,7 @@ def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dic
     return {
         h: {
             "reached": "versions" in (hostvars[h].get("__validation_versions") or {}),
+            "versions": (hostvars[h].get("__validation_versions") or {}).get("versions"),
             **{section: hostvars[h].get(var) or {} for section, var in RESULT_VARS.items()},
         }
         for h in hosts

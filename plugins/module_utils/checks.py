@@ -23,6 +23,16 @@ SEVERITY = {NOT_APPLICABLE: -1, PASS: 0, UNAVAILABLE: 1, WARN: 2, FAIL: 3}
 FAIL_ON_CHOICES = ("fail", "warn", "never")
 
 
+def as_number(value: Any) -> float | None:
+    """A setting as a number (a numeric string from the command line too); None for anything else, bools too."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def fail_on_option() -> dict[str, Any]:
     """The fail_on entry of every check module's argument spec (documented once, in doc_fragments/checks.py)."""
     return {"type": "str", "choices": list(FAIL_ON_CHOICES), "default": "fail"}

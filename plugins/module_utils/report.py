@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import baseline as bl
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
@@ -24,6 +26,7 @@ TITLES = {
     "nccl_across": "NCCL (across nodes)",
     "collective": "Collectives and scaling",
     "training": "Training smoke benchmark",
+    "baseline": "Changed since the baseline",
 }
 # Shown next to each failure: where to look next, by section.
 NEXT_STEPS = {
@@ -41,6 +44,8 @@ NEXT_STEPS = {
     "with `--skip-tags validate_network` to leave out iperf3.",
     "training": "Run the job by hand and read its output: `GPULAB_DEBUG=1 gpulab-sbatch ddp -N 2 --wait -- "
     "/opt/gpulab/jobs/train_digits.py --stop-at-target`; a rank that never starts points at the rendezvous.",
+    "baseline": "Open the baseline's report beside this one (same check, same node). A change that was meant "
+    "(a new driver, a new switch) becomes the baseline with `-e doctor_accept=true`.",
     "node": "The node returned no results: check that Ansible can reach it (`ansible NODE -m ping`).",
 }
 VERDICTS = {
@@ -137,11 +142,17 @@ def build(
     generated: str,
     title: str = "gpulab cluster report",
     cost_settings: dict[str, Any] | None = None,
+    baseline: Baseline | None = None,
 ) -> dict[str, Any]:
-    """nodes: host -> {gpu, rdma, nccl, network: registered results}; cluster: {consistency, collective};
-    cost_settings: cost.SETTINGS, or None for no cost section."""
+    """nodes: host -> {gpu, rdma, nccl, network: registered results, versions}; cluster: {consistency,
+    collective, ...}; cost_settings: cost.SETTINGS, or None for no cost section; baseline: compare with it."""
     report_nodes = {host: _node(nodes[host]) for host in sorted(nodes)}
     cluster_sections = {name: section(cluster.get(name)) for name in CLUSTER_SECTIONS}
+    versions = {host: (nodes[host] or {}).get("versions") for host in sorted(nodes)}
+    changed_since = None
+    if baseline is not None:
+        changed_since = baseline.compare({"nodes": report_nodes, "cluster": cluster_sections, "versions": versions})
+        cluster_sections["baseline"] = section(changed_since)
     failures = [f for host, node in report_nodes.items() for f in _failures(host, node["sections"])]
     failures += _failures("cluster", cluster_sections)
     statuses = [node["status"] for node in report_nodes.values()] + [s["status"] for s in cluster_sections.values()]
@@ -178,7 +189,24 @@ def build(
         "training": (cluster.get("training") or {}).get("runs") or {},
         "cost": cost.estimate(gpu_records, cost_settings) if cost_settings else None,
         "expected_busbw": _expected_busbw(cluster, nodes),
+        "versions": versions,
+        "changed_since": changed_since,
     }
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The report a run is compared with (None: none stored yet at path) and the tolerances."""
+
+    path: str
+    report: dict[str, Any] | None
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    def compare(self, current: dict[str, Any]) -> dict[str, Any]:
+        if self.report is None:
+            return {**bl.no_baseline(self.path), "path": self.path, "series": {}}
+        series = {f"{name}, baseline": points for name, points in _busbw_series(self.report).items()}
+        return {**bl.compare(self.report, current, self.tolerances), "path": self.path, "series": series}
 
 
 # ---------------------------------------------------------------- HTML
@@ -530,6 +558,43 @@ def _every_check(report: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _changed_since(report: dict[str, Any]) -> str:
+    """The doctor's comparison: each regression and change with the baseline's value, today's and the
+    tolerance, and today's bus bandwidth drawn beside the baseline's."""
+    changed = report.get("changed_since")
+    if not changed:
+        return ""
+    if changed["since"] is None:
+        note = changed["checks"][0]["message"]
+        return f"<h2>Changed since the baseline</h2><div class='card' id='changed'><p>{_e(note)}</p></div>"
+    rows = changed["regressions"] + changed["changes"]
+    parts = [
+        f"<h2>Changed since {_e(changed['since'])}</h2>",
+        f"<div class='card' id='changed' data-regressions='{len(changed['regressions'])}'>",
+        f"<p class='muted'>Baseline {_e(changed['path'])}: {changed['compared']} metrics compared, "
+        f"{len(changed['regressions'])} outside tolerance, {changed['improved']} better.</p>",
+    ]
+    if rows:
+        parts.append(
+            "<table><tr><th>Where</th><th>Status</th><th>Baseline</th><th>Now</th><th>Tolerance</th><th>What</th></tr>"
+        )
+        for c in rows:
+            unit = f" {c['unit']}" if c.get("unit") else ""
+            tolerance = "" if c.get("tolerance") is None else f"{c['tolerance']:g}"
+            parts.append(
+                f"<tr class='change' data-check='{_e(c['check'])}'><td>{_e(c['check'])}</td>"
+                f"<td>{_pill(c['status'])}</td><td class='old'>{_e(c.get('baseline'))}{_e(unit)}</td>"
+                f"<td class='new'>{_e(c.get('value'))}{_e(unit)}</td><td>{_e(tolerance)}</td>"
+                f"<td>{_e(c['message'])}</td></tr>"
+            )
+        parts.append("</table>")
+    if changed["series"]:
+        series = {**changed["series"], **{f"{name}, now": pts for name, pts in _busbw_series(report).items()}}
+        parts.append(line_chart(series, "message size", "bus bandwidth (GB/s)"))
+    parts.append("</div>")
+    return "".join(parts)
+
+
 def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float = 0.7) -> str:
     verdict = report["verdict"]
     counts = report["counts"]
@@ -543,6 +608,7 @@ def render_html(report: dict[str, Any], healthy: float = 0.9, acceptable: float 
         f"<b>{_e(report['verdict_text'])}</b>{counts['pass']} passed, {counts['warn']} warnings, "
         f"{counts['fail']} failed, {counts['unavailable']} could not run, "
         f"{counts[NOT_APPLICABLE]} do not apply to this hardware{_banner_reasons(report['failures'])}</div>",
+        _changed_since(report),
         "<h2>What failed, and what to check next</h2><div class='card'>",
         _failures_table(report["failures"]),
         "</div><h2>Nodes</h2><div class='card'>",

@@ -64,6 +64,21 @@ options:
       hardware_cost: {description: What the cluster's hardware cost., type: float, default: 0}
       cloud_gpu_hour: {description: Cloud price of one GPU-hour of the same class., type: float, required: true}
       currency: {description: Currency of the prices., type: str, default: EUR}
+  baseline:
+    description:
+      - A report.json of the cluster's last good run to compare with. The report then opens with what changed
+        since it - each metric that moved the wrong way by more than its tolerance fails (C(BASELINE_REGRESSION)),
+        with the baseline's value, today's and the tolerance; a version that changed warns. A path with no file
+        yet says so (C(BASELINE_MISSING), never a failure).
+      - A file that is not a gpulab report, or one from another cluster (no node in common), is refused.
+    type: path
+  tolerances:
+    description:
+      - Tolerances by metric family over the defaults - C(bandwidth) (0.10) and C(time) (0.15) as shares of the
+        baseline's value; C(efficiency) (0.05), C(temperature) (5), C(ecc_corrected) (1000), C(counters) (0)
+        and C(pcie_width) (0) absolute.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpulab.cluster.checks
 attributes:
@@ -88,6 +103,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+changed_since:
+  description:
+    - With I(baseline), the comparison - C(since) (the baseline's date, null when none is stored yet),
+      C(regressions) and C(changes) (each with C(baseline), C(value) and C(tolerance)), C(compared), C(improved).
+  returned: always (null without I(baseline))
+  type: dict
 verdict:
   description: pass, unavailable, warn or fail.
   returned: always
@@ -120,6 +141,7 @@ import datetime
 import json
 import os
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import baseline as bl
 from ansible_collections.gpulab.cluster.plugins.module_utils import report as rp
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import blocking_findings
@@ -142,6 +164,8 @@ ARGUMENT_SPEC = dict(
     title=dict(type="str", default="gpulab cluster report"),
     efficiency_healthy=dict(type="float", default=0.9),
     efficiency_acceptable=dict(type="float", default=0.7),
+    baseline=dict(type="path"),
+    tolerances=dict(type="dict", default={}),
     cost=dict(
         type="dict",
         options=dict(
@@ -162,15 +186,35 @@ def input_problem(p: dict) -> str | None:
     """The first setting that cannot be reported, as a message naming it; None when all can."""
     if not p["nodes"]:
         return "nodes is empty: pass host -> registered results for every node validated"
-    problems = rp.cost.problems(p["cost"]) if p["cost"] else []
-    return "cost: " + "; ".join(problems) if problems else None
+    cost_problems = rp.cost.problems(p["cost"]) if p["cost"] else []
+    problems = ["cost: " + "; ".join(cost_problems)] if cost_problems else []
+    problems += bl.tolerance_problems(p["tolerances"], "tolerances")
+    return "; ".join(problems) or None
+
+
+def read_baseline(module, path: str | None) -> rp.Baseline | None:
+    """The baseline to compare with (its report None when no file is there yet); fails on one that cannot be."""
+    if not path:
+        return None
+    if not os.path.exists(path):
+        return rp.Baseline(path, None, module.params["tolerances"])
+    try:
+        with open(path, encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg=f"baseline {path} cannot be read as a gpulab report: {exc}")
+    problem = bl.baseline_problem(stored, {"nodes": module.params["nodes"]}, path)
+    if problem:
+        module.fail_json(msg=problem)
+    return rp.Baseline(path, stored, module.params["tolerances"])
 
 
 def main() -> None:
     module = start(ARGUMENT_SPEC, input_problem)
     p = module.params
     now = datetime.datetime.now(datetime.UTC)
-    data = rp.build(p["nodes"], p["cluster"], now.isoformat(timespec="seconds"), p["title"], p["cost"])
+    baseline = read_baseline(module, p["baseline"])
+    data = rp.build(p["nodes"], p["cluster"], now.isoformat(timespec="seconds"), p["title"], p["cost"], baseline)
     try:
         os.makedirs(p["dest"], exist_ok=True)
         out = _new_dir(p["dest"], now)
@@ -196,6 +240,7 @@ def main() -> None:
         "node_problems": data["node_problems"],
         "report_dir": out,
         "html": os.path.join(out, "report.html"),
+        "changed_since": data["changed_since"],
     }
     bad = blocking_findings(data["failures"], p["fail_on"])
     if bad:

@@ -47,6 +47,20 @@ def test_types_and_ranges():
     ]
 
 
+def test_doctor_baseline_and_tolerances():
+    settings = settings_with(tolerances={"bandwidth": "a lot", "temperature": 3}, baseline=["reports/b.json"])
+    assert validate_problems(settings, HOSTS, {"gpu1": None, "gpu2": None}) == [
+        "validation_tolerances.bandwidth must be a number of at least 0, got 'a lot'",
+        "validation_baseline must be the path of a report.json, got ['reports/b.json']",
+    ]
+    nowhere = settings_with(baseline_accept=True, baseline="")
+    assert validate_problems(nowhere, HOSTS, {"gpu1": None, "gpu2": None}) == [
+        "validation_baseline_accept needs validation_baseline: the path to record the run at"
+    ]
+    good = settings_with(tolerances={"bandwidth": 0.05}, baseline="reports/baseline.json", baseline_accept=True)
+    assert validate_problems(good, HOSTS, {"gpu1": None, "gpu2": None}) == []
+
+
 def test_thresholds_above_the_line_rate_and_benchmarks_off_the_compute_nodes():
     settings = settings_with(bench_hosts=["gpu1", "mgmt1"], net_min_gbps=120, bench_min_busbw_gbs=12.6)
     assert validate_problems(settings, HOSTS, {"gpu1": 2, "gpu2": None}) == [
@@ -70,17 +84,39 @@ def test_filter_reads_gpu_counts_from_hostvars():
     ]
 
 
+def test_draining_needs_a_slurm_controller():
+    from ansible_collections.gpulab.cluster.plugins.filter.validate import validate_settings_problems
+
+    hostvars = {"gpu1": {}, "gpu2": {}}
+    groups = {"all": ["gpu1", "gpu2"], "compute": ["gpu1", "gpu2"]}
+    drain = {**GOOD, "validation_drain": True, "validation_net_hosts": ["gpu1", "gpu2"]}
+    assert validate_settings_problems(drain, hostvars, groups) == [
+        "validation_drain needs a Slurm controller to drain through: set slurm_controller or put a node in the "
+        "management group"
+    ]
+    assert validate_settings_problems({**drain, "validation_drain": False}, hostvars, groups) == []
+    hostvars["gpu1"]["slurm_controller"] = "gpu1"
+    assert validate_settings_problems(drain, hostvars, groups) == []
+
+
 def test_results_gathered_per_host_with_missing_ones_empty():
     from ansible_collections.gpulab.cluster.plugins.filter.validate import validation_results
 
     gpu1 = {
-        "__validation_versions": {"versions": {}},
+        "__validation_versions": {"versions": {"driver": "580.159.04"}},
         "__validation_gpu": {"status": "pass"},
         "__validation_net": {"a": 1},
     }
     assert validation_results({"gpu1": gpu1, "mgmt1": {}}, ["gpu1", "mgmt1"]) == {
-        "gpu1": {"reached": True, "gpu": {"status": "pass"}, "rdma": {}, "nccl": {}, "network": {"a": 1}},
-        "mgmt1": {"reached": False, "gpu": {}, "rdma": {}, "nccl": {}, "network": {}},
+        "gpu1": {
+            "reached": True,
+            "versions": {"driver": "580.159.04"},
+            "gpu": {"status": "pass"},
+            "rdma": {},
+            "nccl": {},
+            "network": {"a": 1},
+        },
+        "mgmt1": {"reached": False, "versions": None, "gpu": {}, "rdma": {}, "nccl": {}, "network": {}},
     }
 
 
