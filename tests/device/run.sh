@@ -40,7 +40,15 @@ record remapped_rows.csv nvidia-smi --query-remapped-rows="$remap" --format=csv,
 record nvlink_status.txt nvidia-smi nvlink --status
 record help_query_gpu.txt nvidia-smi --help-query-gpu
 record topo.txt nvidia-smi topo -m
-record compute_apps.csv nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits
+record compute_apps.csv nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits
+record memory.csv nvidia-smi --query-gpu=pci.bus_id,memory.used,memory.total --format=csv,noheader,nounits
+# The same two while a process holds 1 GiB of GPU memory (gpu_health's memory_held check reads them).
+python3 -c 'import time, torch; x = torch.ones(2**28, device="cuda"); print("holding", flush=True); time.sleep(60)' >"$work/hold.out" 2>&1 &
+hold=$!
+for _ in $(seq 60); do grep -q holding "$work/hold.out" && break; sleep 1; done
+record compute_apps_busy.csv nvidia-smi --query-compute-apps=gpu_bus_id,pid,used_memory --format=csv,noheader,nounits
+record memory_busy.csv nvidia-smi --query-gpu=pci.bus_id,memory.used,memory.total --format=csv,noheader,nounits
+kill "$hold"; wait "$hold" 2>/dev/null
 record dmesg.txt dmesg
 # shellcheck disable=SC2016  # expanded by the inner sh
 record pci_nvidia.txt sh -c 'grep -l 0x10de /sys/bus/pci/devices/*/vendor | while read f; do d=${f%/vendor}; echo "${d##*/} $(cat $d/class) $(cat $d/device)"; done'
@@ -65,13 +73,29 @@ record train_digits_nccl.txt timeout 300 torchrun --standalone --nproc-per-node=
 grep -E '^(ranks|epoch|GPULAB_RESULT)' "$rec/train_digits_nccl.txt"
 grep -q '"device": "cuda"' "$rec/train_digits_nccl.txt" && grep -q '"reached": true' "$rec/train_digits_nccl.txt" || metrics_rc=1
 
-start=$(date +%s)
 branch=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)
-GPU_CHECK_BRANCH=$branch GPU_CHECK_OUT=$work timeout 420 ansible-playbook -i localhost, tests/device/gpu_check.yml -e ansible_python_interpreter="$(command -v python3)"
-rc=$?
-echo "playbook rc $rc in $(( $(date +%s) - start )) s"
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ("gpu_health_status","report_verdict","versions")}, indent=1))' "$work/results.json"
-tar -C "$work" -czf "$out/gpu-check.tar.gz" recorded results.json reports
+# Twice, as the doctor runs: the first records the baseline, the second is compared with it.
+rc=0
+for run in 1 2; do
+    start=$(date +%s)
+    GPU_CHECK_BRANCH=$branch GPU_CHECK_OUT=$work timeout 300 ansible-playbook -i localhost, tests/device/gpu_check.yml -e ansible_python_interpreter="$(command -v python3)" || rc=$?
+    echo "playbook run $run rc $rc in $(( $(date +%s) - start )) s"
+    cp "$work/results.json" "$work/results-$run.json"
+done
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r[k] for k in ("gpu_health_status","report_verdict","versions","changed_since")}, indent=1))' "$work/results.json"
+# A regression on real numbers: the second run against a baseline whose step time was half of what it measured.
+# shellcheck disable=SC2016
+PYTHONPATH=$work/collections${PYTHONPATH:+:$PYTHONPATH} python3 -c '
+import json, sys
+from ansible_collections.gpulab.cluster.plugins.module_utils import baseline
+old, now = (json.load(open(p)) for p in sys.argv[1:])
+for check in old["cluster"]["collective"]["checks"]:
+    if check["check"] == "collective.step_time":
+        check["value"] /= 2
+found = [r for r in baseline.compare(old, now)["regressions"] if r["check"] == "cluster collective.step_time"]
+print("injected regression:", found[0]["message"] if found else "NOT FOUND")
+sys.exit(0 if found else 1)' "$work/baseline.json" "$work/reports/latest/report.json" || rc=1
+tar -C "$work" -czf "$out/gpu-check.tar.gz" recorded results-1.json results-2.json baseline.json reports
 ls -la "$out"
 # The playbook asserts every expected verdict; the metrics must be readable and pass promtool, and
 # the DDP example must reach its target on the GPU.
