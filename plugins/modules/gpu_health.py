@@ -101,7 +101,8 @@ options:
     default: 1024
   smi_timeout:
     description:
-      - Seconds each C(nvidia-smi) call may take. One that does not answer in time is a failure, C(GPU_DRIVER_HUNG).
+      - Seconds each C(nvidia-smi) call, and the NVML reading as a whole, may take. One that does not answer in
+        time is a failure, C(GPU_DRIVER_HUNG).
         A wedged driver or GPU hangs C(nvidia-smi), and a check that waited for it would never give a verdict.
     type: int
     default: 30
@@ -155,6 +156,7 @@ xids:
 """
 
 import os
+import threading
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -170,17 +172,30 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
 LIMITS = list(smi.Limits.__dataclass_fields__)
 
 
-def _nvml_gpus():
-    """(gpus, reason). gpus is None when NVML cannot be used; reason says why."""
+def _nvml_gpus(module):
+    """(gpus, reason, fault). gpus is None when NVML cannot be used; reason says why; fault when it hangs.
+
+    NVML's calls go into the driver and block there when it is wedged: they run in a thread the module
+    waits for no longer than smi_timeout, and leaves behind (a daemon thread does not hold up the exit).
+    """
     try:
         import pynvml  # noqa: PLC0415 - optional dependency (nvidia-ml-py)
     except ImportError:
-        return None, "nvidia-ml-py is not installed"
-    try:
-        gpus, _unused = smi.collect_nvml(pynvml)
-    except pynvml.NVMLError as exc:
-        return None, f"NVML: {exc}"
-    return gpus, None
+        return None, "nvidia-ml-py is not installed", None
+    answer = {}
+
+    def read():
+        try:
+            answer["gpus"] = smi.collect_nvml(pynvml)[0]
+        except pynvml.NVMLError as exc:
+            answer["error"] = f"NVML: {exc}"
+
+    worker = threading.Thread(target=read, name="nvml", daemon=True)
+    worker.start()
+    worker.join(module.params["smi_timeout"])
+    if worker.is_alive():
+        return None, "NVML did not answer", _hung(module, "NVML (nvidia-ml-py)")
+    return answer.get("gpus"), answer.get("error"), None
 
 
 # timeout(1)'s exit codes: the command ran past its deadline (124), or ignored TERM and was killed (137).
@@ -197,7 +212,7 @@ def _hung(module, what):
     seconds = module.params["smi_timeout"]
     return failed(
         "gpu_query",
-        f"nvidia-smi {what} did not answer in {seconds} s: the driver is unresponsive (a wedged GPU or driver); "
+        f"{what} did not answer in {seconds} s: the driver is unresponsive (a wedged GPU or driver); "
         "look for Xid and 'fallen off the bus' in the kernel log, then reset the GPU or reboot the node",
         value=seconds,
         unit="s",
@@ -216,7 +231,11 @@ def _smi_gpus(module, smi_path, fmt):
                 module, smi_path, f"--query-gpu={smi.query_fields(old_names=True)}", "--format=csv,noheader,nounits"
             )
     if rc in HUNG:
-        return None, "nvidia-smi did not answer", _hung(module, "-q" if fmt == "xml" else "--query-gpu")
+        return (
+            None,
+            "nvidia-smi did not answer",
+            _hung(module, "nvidia-smi -q" if fmt == "xml" else "nvidia-smi --query-gpu"),
+        )
     if rc in smi.SMI_HARDWARE_EXITS:
         reason = smi.SMI_HARDWARE_EXITS[rc]
         return None, reason, failed("gpu_query", f"nvidia-smi exited {rc}: {reason}", value=rc, code="GPU_HARDWARE")
@@ -236,7 +255,7 @@ def _smi_gpus(module, smi_path, fmt):
             ):
                 rc, out, _err = _smi(module, smi_path, query, "--format=csv,noheader,nounits")
                 if rc in HUNG:
-                    return None, "nvidia-smi did not answer", _hung(module, query.partition("=")[0])
+                    return None, "nvidia-smi did not answer", _hung(module, "nvidia-smi " + query.partition("=")[0])
                 extra[name] = out if rc == 0 else None
             if extra["remap"] is not None:  # pre-Ampere GPUs have no row remapping
                 smi.merge_remapped_rows(gpus, smi.parse_remapped_rows_csv(extra["remap"]))
@@ -328,11 +347,11 @@ def read_gpus(module: AnsibleModule, smi_path: str | None):
     gpus, reason, fault, source = None, None, None, "none"
     reasons = []
     if p["source"] in ("auto", "nvml"):
-        gpus, reason = _nvml_gpus()
+        gpus, reason, fault = _nvml_gpus(module)
         source = "nvml"
         if gpus is None:
             reasons.append(reason)
-    if gpus is None and p["source"] != "nvml":
+    if gpus is None and fault is None and p["source"] != "nvml":
         if smi_path:
             fmt = "xml" if p["source"] == "xml" else "csv"
             gpus, reason, fault = _smi_gpus(module, smi_path, fmt)
@@ -358,7 +377,7 @@ def main() -> None:
     if gpus and p["check_nvlink"] and smi_path:
         rc, out, _err = _smi(module, smi_path, "nvlink", "--status")
         if rc in HUNG:
-            gpus, fault = None, _hung(module, "nvlink --status")
+            gpus, fault = None, _hung(module, "nvidia-smi nvlink --status")
         nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
 
     xids, drops, log_records, extra = None, None, [], {}

@@ -1,3 +1,7 @@
+import sys
+import threading
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -285,3 +289,30 @@ def test_a_gpu_fallen_off_the_bus_fails_even_when_nvidia_smi_answers(run_module,
     bus = records(result)["gpu_bus"]
     assert (bus["status"], bus["code"]) == ("fail", "GPU_FELL_OFF_BUS") and result["status"] == "fail"
     assert "gpu_pci" not in records(result)  # sysfs not readable in this fake: no record, not a guess
+
+
+def test_an_nvml_that_does_not_answer_is_a_failure_within_its_deadline(run_module, node, monkeypatch):
+    """NVML blocks in the driver when it is wedged: the module waits smi_timeout for it, not for ever, and
+    does not go on to nvidia-smi (which would hang as long)."""
+    release = threading.Event()
+    wedged = types.ModuleType("pynvml")
+    wedged.NVMLError = type("NVMLError", (Exception,), {})
+
+    def init():
+        release.wait(60)
+        raise wedged.NVMLError("released by the test")
+
+    wedged.nvmlInit = init
+    monkeypatch.setitem(sys.modules, "pynvml", wedged)
+    started = time.monotonic()
+    try:
+        result, failed = run_module(
+            gpu_health.main, {"smi_timeout": 1, "fail_on": "never"}, run_command=node.run_command
+        )
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    hung = records(result)["gpu_query"]
+    assert (hung["status"], hung["code"], hung["value"]) == ("fail", "GPU_DRIVER_HUNG", 1)
+    assert hung["message"].startswith("NVML (nvidia-ml-py) did not answer in 1 s: the driver is unresponsive")
+    assert result["source"] == "nvml" and not [c for c in node.calls if c[0].endswith("nvidia-smi")]
