@@ -71,7 +71,6 @@ def estimate(nodes: dict[str, list[dict[str, Any]] | None], settings: dict[str, 
     Returns {settings, utilization: {value, measured}, nodes: {host: power + average_w}, not_measured, totals}."""
     measured = settings.get("measured_utilization")
     util = float(settings["utilization"] if measured is None else measured)
-    years = float(settings["years"])
     per_node = {}
     for host in sorted(nodes):
         power = node_power(nodes[host])
@@ -80,29 +79,36 @@ def estimate(nodes: dict[str, list[dict[str, Any]] | None], settings: dict[str, 
         )
         per_node[host] = power
     counted = [p for p in per_node.values() if p["measured"]]
-    average_w = sum(p["average_w"] for p in counted)
-    kwh_year = average_w * HOURS_PER_YEAR / 1000
-    energy_year = kwh_year * float(settings["price_per_kwh"])
-    gpus = sum(p["gpus"] for p in counted)
-    gpu_hours = gpus * HOURS_PER_YEAR * util * years
-    homelab = float(settings["hardware_cost"]) + energy_year * years
-    cloud = gpu_hours * float(settings["cloud_gpu_hour"])
     return {
         "settings": {key: settings[key] for key in SETTINGS},
         "utilization": {"value": round(util, 3), "measured": measured is not None},
         "nodes": per_node,
         "not_measured": sorted(h for h, p in per_node.items() if not p["measured"]),
-        "totals": {
-            "average_w": round(average_w, 1),
-            "kwh_per_year": round(kwh_year, 1),
-            "energy_per_year": round(energy_year, 2),
-            "gpus": gpus,
-            "gpu_hours": round(gpu_hours),
-            "homelab": round(homelab, 2),
-            "cloud": round(cloud, 2),
-            # What one used GPU-hour costs at home over the period (None without GPUs to use).
-            "homelab_per_gpu_hour": round(homelab / gpu_hours, 2) if gpu_hours else None,
-        },
+        "totals": totals(
+            sum(p["average_w"] for p in counted), sum(p["gpus"] for p in counted), {**settings, "utilization": util}
+        ),
+    }
+
+
+def totals(average_w: float, gpus: int, settings: dict[str, Any]) -> dict[str, Any]:
+    """The 3-year sums for a cluster drawing average_w with gpus GPUs: energy, the home lab (hardware and
+    energy) against the same GPU-hours in a cloud. The report's cost section and the planner share them."""
+    util, years = float(settings["utilization"]), float(settings["years"])
+    kwh_year = average_w * HOURS_PER_YEAR / 1000
+    energy_year = kwh_year * float(settings["price_per_kwh"])
+    gpu_hours = gpus * HOURS_PER_YEAR * util * years
+    homelab = float(settings["hardware_cost"]) + energy_year * years
+    cloud = gpu_hours * float(settings["cloud_gpu_hour"])
+    return {
+        "average_w": round(average_w, 1),
+        "kwh_per_year": round(kwh_year, 1),
+        "energy_per_year": round(energy_year, 2),
+        "gpus": gpus,
+        "gpu_hours": round(gpu_hours),
+        "homelab": round(homelab, 2),
+        "cloud": round(cloud, 2),
+        # What one used GPU-hour costs at home over the period (None without GPUs to use).
+        "homelab_per_gpu_hour": round(homelab / gpu_hours, 2) if gpu_hours else None,
     }
 
 
