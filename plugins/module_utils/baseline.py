@@ -17,7 +17,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import as_nu
 
 # Family -> default tolerance: relative (a share of the baseline value) or absolute (in the metric's unit).
 TOLERANCES = {
-    "bandwidth": 0.10,  # relative: busbw (nccl-tests, torch), iperf3 per pair
+    "bandwidth": 0.10,  # relative: busbw (nccl-tests, torch), iperf3 per pair, the NIC's link speed
     "time": 0.15,  # relative: DDP step time, the training smoke's time to target
     "efficiency": 0.05,  # absolute: strong and weak scaling efficiency
     "temperature": 5.0,  # absolute, degrees C
@@ -37,7 +37,7 @@ class Rule:
 
 
 RULES = (
-    Rule("bandwidth", r"busbw$|^rate\.", True, True, ("GB/s", "Gbit/s")),
+    Rule("bandwidth", r"busbw$|^bandwidth\.|^link_speed$", True, True, ("GB/s", "Gbit/s")),
     Rule("time", r"step_time$|^training_smoke\.", False, True, ("ms", "s")),
     Rule("efficiency", r"^scaling_(efficiency|weak)$", True, False),
     Rule("temperature", r"\.temperature$", False, False),

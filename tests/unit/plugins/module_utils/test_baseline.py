@@ -183,3 +183,26 @@ def test_tolerances_that_are_not_numbers_are_refused_naming_them():
     ]
     assert bl.tolerance_problems({"bandwidth": "0.2", "temperature": 8}, "t") == []
     assert bl.tolerance_problems([0.1], "t")[0].startswith("t must be a mapping")
+
+
+def test_iperf_per_pair_and_the_link_speed_are_bandwidth():
+    """The network section's records as net_bandwidth writes them: TCP per peer and the NIC's speed."""
+
+    def report(gbps_to_gpu2, link_gbps):
+        checks = [
+            {"check": "bandwidth.gpu2", "status": "pass", "message": "TCP", "value": gbps_to_gpu2, "unit": "Gbit/s"},
+            {"check": "mtu.gpu2", "status": "pass", "message": "MTU", "value": 9000, "unit": "bytes"},
+            {"check": "link_speed", "status": "pass", "message": "speed", "value": link_gbps, "unit": "Gbit/s"},
+        ]
+        return {
+            "generated": BASELINE_DATE,
+            "nodes": {"gpu1": {"sections": {"network": {"checks": checks}}}},
+            "cluster": {},
+        }
+
+    assert [r["check"] for r in bl.compare(report(92.1, 100), report(88.0, 100))["regressions"]] == []  # -4.5 %
+    fell = bl.compare(report(92.1, 100), report(61.0, 25))["regressions"]
+    assert [(r["check"], r["baseline"], r["value"]) for r in fell] == [
+        ("gpu1 bandwidth.gpu2", 92.1, 61.0),
+        ("gpu1 link_speed", 100.0, 25.0),
+    ]
