@@ -51,3 +51,11 @@ def test_a_setting_of_the_wrong_type_is_refused_by_the_role_spec():
     assert run.returncode != 0
     assert "validation_net_streams" in output and "many" in output, output[-3000:]
     assert "Install the measurement tools" not in output
+
+
+def test_the_doctor_refuses_a_tolerance_that_is_no_number_before_touching_a_node():
+    run = run_playbook("playbooks/doctor.yml", {"doctor_tolerances": {"bandwidth": "fast"}})
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "validation_tolerances.bandwidth must be a number of at least 0, got 'fast'" in output, output[-3000:]
+    assert "Install the measurement tools" not in output
