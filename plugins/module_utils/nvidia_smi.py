@@ -391,17 +391,20 @@ def merge_memory(gpus: list[dict[str, Any]], memory_csv: str, apps_csv: str) -> 
     """Add memory_used/memory_total (bytes) and processes (a count) from the CSV source's two extra queries.
 
     memory_csv: `--query-gpu=MEMORY_FIELDS`; apps_csv: `--query-compute-apps=COMPUTE_APP_FIELDS`, both
-    `--format=csv,noheader,nounits` (MiB).
+    `--format=csv,noheader,nounits` (MiB). Output of another shape adds nothing: the memory check then
+    does not run, and the GPUs' other checks stand.
     """
-    memory = {}
-    for line in memory_csv.strip().splitlines():
-        bus, used, total = _split_csv(line)
-        memory[pci_address(bus)] = (_value("memory", used), _value("memory", total))
-    apps: dict[str, int] = {}
-    for line in apps_csv.strip().splitlines():
-        if line.strip():
+    try:
+        memory = {}
+        for line in memory_csv.strip().splitlines():
+            bus, used, total = _split_csv(line)
+            memory[pci_address(bus)] = (_value("memory", used), _value("memory", total))
+        apps: dict[str, int] = {}
+        for line in apps_csv.strip().splitlines():
             bus = pci_address(_split_csv(line)[0])
             apps[bus] = apps.get(bus, 0) + 1
+    except (ValueError, GpuParseError):
+        return
     for gpu in gpus:
         bus = pci_address(gpu["bus_id"]) if gpu.get("bus_id") else None
         if bus in memory:

@@ -24,6 +24,8 @@ driver=$(dpkg-query -W -f '${{Version}}' nvidia-smi 2>/dev/null | cut -d- -f1)
 case "$*" in
   -L) printf 'GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)\nGPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)\n' ;;
   *--query-gpu=driver_version*) cut -d, -f5 {STAND_IN_CSV} | sed "s/.*/$driver/" ;;
+  *--query-gpu=pci.bus_id,memory*) cut -d, -f4 {STAND_IN_CSV} | sed 's/$/, 0, 24564/' ;;
+  *--query-compute-apps=*) ;;
   *--query-gpu=*) sed "s/550\.127\.05/$driver/" {STAND_IN_CSV} ;;
 esac
 """

@@ -420,6 +420,10 @@ def test_memory_and_compute_processes_recorded_on_the_h200():
         found[name] = (gpus[0]["processes"], held.value, held.status)
     assert found == {"idle": (0, 0, "pass"), "busy": (1, 1643, "pass"), "left behind": (0, 1643, "warn")}
     assert gpus[0]["memory_total"] == 143771 * 2**20
+    # A stand-in that answers every --query-gpu with the main query's lines: no memory check, no crash.
+    gpus = smi.parse_query_csv(read("query_h200_580.csv"))
+    smi.merge_memory(gpus, read("query_h200_580.csv"), "")
+    assert "processes" not in gpus[0] and "gpu0.memory_held" not in by_check(smi.evaluate(gpus, source="csv"))
 
 
 def test_the_kernel_log_and_pci_bus_recorded_on_the_h200():
