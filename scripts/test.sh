@@ -4,6 +4,7 @@
 #
 #   GPULAB_TEST_LANES  lanes separated by ';', each a list of stages run in order (default below).
 #                      Stages: lint, unit, lab, ee (the execution environment), and any Molecule scenario name.
+#   GPULAB_TEST_FLOATING  stages the first lane to finish its own runs (default below, none with your lanes)
 #   GPULAB_SKIP_KERNEL=1  leaves the QEMU scenario `kernel` out (quick local runs)
 #
 # Setup (Docker engine, virtualenv, test image, package cache) runs first, alone. Every stage
@@ -14,10 +15,13 @@ cd "$(dirname "$0")/.." || exit 1
 
 # Lanes from measurement (README, "Speed"): the container scenarios share one Docker subnet and
 # so one lane; the QEMU VMs and the lab have networks of their own and fill the other. Molecule
-# monitoring (a subnet of its own too) runs where the lanes come out even: lane 2 since the lab's
-# converge lost its second torch (lane 1 2985 s, lane 2 2593 s with it in lane 1).
-default_lanes="lint unit preflight common network storage ceph gpu_stack slurm;kernel lab ee monitoring"
+# monitoring (a subnet of its own too) floats: the lane that finishes first runs it, which is lane 2
+# with warm caches and lane 1 on a fresh machine, where the VM and test images are built in lane 2.
+default_lanes="lint unit preflight common network storage ceph gpu_stack slurm;kernel lab ee"
+default_floating="monitoring"
 lanes=${GPULAB_TEST_LANES:-$default_lanes}
+if [ -n "${GPULAB_TEST_LANES:-}" ]; then default_floating=""; fi
+floating=${GPULAB_TEST_FLOATING-$default_floating}
 if [ -n "${GPULAB_SKIP_KERNEL:-}" ]; then lanes=$(sed -E 's/(^|[ ;])kernel( |;|$)/\1\2/' <<<"$lanes"); fi
 logs=.cache/test
 rm -rf "$logs"
@@ -41,6 +45,13 @@ tests_of() {  # the last pytest summary in a stage's log ("83 passed, 2 skipped"
   local line
   line=$(grep -aoE '[0-9]+ (passed|failed)(, [0-9]+ [a-z]+)*' "$1" | tail -n 1)
   echo "${line:--}"
+}
+
+run_floating() {  # $1 lane: each floating stage no other lane has claimed (mkdir claims it at once)
+  local stage
+  for stage in $floating; do
+    if mkdir "$logs/claim.$stage" 2>/dev/null; then run_stage "$1" "$stage"; fi
+  done
 }
 
 run_stage() {  # $1 lane, $2 stage; appends a row to the table
@@ -71,7 +82,10 @@ for stages in "${lane_list[@]}"; do
   lane=$((lane + 1))
   read -ra stage_list <<<"$stages"
   [ ${#stage_list[@]} -gt 0 ] || continue
-  (for stage in "${stage_list[@]}"; do run_stage "$lane" "$stage"; done) &
+  (
+    for stage in "${stage_list[@]}"; do run_stage "$lane" "$stage"; done
+    run_floating "$lane"
+  ) &
 done
 wait
 
