@@ -96,6 +96,8 @@ def problems(plan: Any, name: str = "plan") -> list[str]:
             out.append(
                 f"{where}.nic.model {nic['model']!r} is not in the planner's table; use one of {', '.join(NICS)}"
             )
+        if nic and nic.get("model") is None and (as_number(nic.get("speed_gbps")) or 0) <= 0:
+            out.append(f"{where}.nic needs a model from the planner's table or speed_gbps above 0")
         if nic.get("slot_gen") is not None and nic["slot_gen"] not in PCIE_GBPS_PER_LANE:
             out.append(f"{where}.nic.slot_gen must be a PCIe generation 1-5, got {nic['slot_gen']!r}")
         if hw.get("circuit") is not None and hw["circuit"] not in circuits:

@@ -169,3 +169,9 @@ def test_impossible_inputs_are_refused_naming_the_setting(changes, message):
 
 def test_a_plan_without_nodes_is_refused():
     assert sizing.problems({"circuits": {}}) == ["plan.nodes must map each node (or kind of node) to its hardware"]
+
+
+def test_a_nic_given_by_its_speed_alone_is_sized():
+    nic = {"speed_gbps": 25, "slot_lanes": 4, "slot_gen": 3}  # a 25GbE card the table lacks, gen 3 x4: 31.5 Gb/s
+    records, sums = sizing.evaluate(plan(nodes__gpu1__nic=nic))
+    assert (by_check(records)["gpu1.nic_slot"].status, sums["busbw_gbs"]) == ("pass", {"25": 3.0})
