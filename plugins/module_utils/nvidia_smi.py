@@ -368,20 +368,14 @@ def parse_bus_drops(log: str) -> list[dict[str, Any]]:
     for line in log.splitlines():
         if "fallen off the bus" in line.lower():
             m = _PCI_ADDRESS.search(line)
-            drops.append({"bus": pci_address(m.group(1)) if m else None, "line": line.strip()})
+            drops.append({"bus": kernel_bus_id(m.group(1)) if m else None, "line": line.strip()})
     return drops
-
-
-def pci_address(bus_id: str) -> str:
-    """A PCI address as sysfs names it ("0000:c1:00"), from NVML's "00000000:C1:00.0" or the kernel's forms."""
-    domain, bus, device = bus_id.strip().split(".", 1)[0].split(":")
-    return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}"
 
 
 def nvidia_pci_gpus(devices: list[tuple[str, str, str]]) -> list[str]:
     """(sysfs device name, vendor, class) of each PCI device -> the NVIDIA GPUs' addresses, sorted."""
     return sorted(
-        pci_address(name)
+        kernel_bus_id(name)
         for name, vendor, pci_class in devices
         if vendor.strip().lower() == NVIDIA_VENDOR and pci_class.strip().lower()[:6] in GPU_PCI_CLASSES
     )
@@ -398,15 +392,15 @@ def merge_memory(gpus: list[dict[str, Any]], memory_csv: str, apps_csv: str) -> 
         memory = {}
         for line in memory_csv.strip().splitlines():
             bus, used, total = _split_csv(line)
-            memory[pci_address(bus)] = (_value("memory", used), _value("memory", total))
+            memory[kernel_bus_id(bus)] = (_value("memory", used), _value("memory", total))
         apps: dict[str, int] = {}
         for line in apps_csv.strip().splitlines():
-            bus = pci_address(_split_csv(line)[0])
+            bus = kernel_bus_id(_split_csv(line)[0])
             apps[bus] = apps.get(bus, 0) + 1
     except (ValueError, GpuParseError):
         return
     for gpu in gpus:
-        bus = pci_address(gpu["bus_id"]) if gpu.get("bus_id") else None
+        bus = kernel_bus_id(gpu["bus_id"]) if gpu.get("bus_id") else None
         if bus in memory:
             used, total = memory[bus]
             gpu["memory_used"] = None if used is None else used * MIB
@@ -415,7 +409,8 @@ def merge_memory(gpus: list[dict[str, Any]], memory_csv: str, apps_csv: str) -> 
 
 
 def kernel_bus_id(bus_id: str) -> str:
-    """NVML's bus id ("00000000:C1:00.0") as the kernel's NVRM Xid lines print it ("0000:c1:00")."""
+    """A PCI address as the kernel's NVRM lines and sysfs name it ("0000:c1:00"), from NVML's and nvidia-smi's
+    "00000000:C1:00.0" or the kernel's own forms: the one key GPUs are matched by across sources."""
     domain, bus, device = bus_id.split(".", 1)[0].split(":")
     return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}"
 
@@ -862,7 +857,7 @@ def _bus_drop_check(drops: list[dict[str, Any]]) -> Check:
 
 def _pci_check(gpus: list[dict[str, Any]], pci_gpus: list[str], source: str) -> Check:
     """Every NVIDIA GPU on the PCI bus is one the driver lists."""
-    listed = {pci_address(g["bus_id"]) for g in gpus if g.get("bus_id")}
+    listed = {kernel_bus_id(g["bus_id"]) for g in gpus if g.get("bus_id")}
     lost = [bus for bus in pci_gpus if bus not in listed]
     if lost:
         return failed(
