@@ -156,11 +156,20 @@ def _node_power(hw: dict[str, Any], a: dict[str, float]) -> dict[str, Any]:
     }
 
 
+def _nic_link(nic: dict[str, Any]) -> tuple[float, int, int]:
+    """(port speed in Gb/s, the slot's lanes, the PCIe generation the card runs at) of a node's NIC: what the
+    plan gives, else the table's figures for its model; a card of unknown width is taken for x16."""
+    spec = NICS.get(nic.get("model"))
+    speed = float(nic.get("speed_gbps", spec.speed_gbps if spec else 0))
+    lanes = nic.get("slot_lanes", spec.pcie_lanes if spec else 16)
+    gen = min(nic.get("slot_gen", spec.pcie_gen if spec else 4), spec.pcie_gen if spec else 5)
+    return speed, lanes, gen
+
+
 def _lanes(node: str, hw: dict[str, Any], a: dict[str, float]) -> list[Check]:
     cpu_lanes = (hw.get("cpu") or {}).get("pcie_lanes")
     gpus = (hw.get("gpu") or {}).get("count", 0) if hw.get("gpu") else 0
-    nic = hw.get("nic") or {}
-    nic_lanes = nic.get("slot_lanes", NICS[nic["model"]].pcie_lanes if nic.get("model") else 0) if nic else 0
+    nic_lanes = _nic_link(hw["nic"])[1] if hw.get("nic") else 0
     used = int(gpus * a["gpu_lanes"] + nic_lanes + hw.get("nvme", 0) * a["nvme_lanes"])
     if cpu_lanes is None:
         return []
@@ -185,10 +194,7 @@ def _nic(node: str, hw: dict[str, Any]) -> list[Check]:
     nic = hw.get("nic") or {}
     if not nic:
         return []
-    spec = NICS.get(nic.get("model"))
-    speed = float(nic.get("speed_gbps", spec.speed_gbps if spec else 0))
-    lanes = nic.get("slot_lanes", spec.pcie_lanes if spec else 16)
-    gen = min(nic.get("slot_gen", spec.pcie_gen if spec else 4), spec.pcie_gen if spec else 5)
+    speed, lanes, gen = _nic_link(nic)
     slot = lanes * PCIE_GBPS_PER_LANE[gen]
     records = []
     if slot < speed:
@@ -387,11 +393,7 @@ def evaluate(plan: dict[str, Any]) -> tuple[list[Check], dict[str, Any]]:
     ups_records, ups = _ups(plan, total["peak_w"], total["typical_w"], a)
     switch_records, switch = _switch(plan, a)
     records += circuit_records + ups_records + switch_records
-    speeds = {
-        float((hw.get("nic") or {}).get("speed_gbps") or NICS[hw["nic"]["model"]].speed_gbps)
-        for hw in nodes.values()
-        if hw.get("nic")
-    }
+    speeds = {_nic_link(hw["nic"])[0] for hw in nodes.values() if hw.get("nic")}
     ceph = plan.get("ceph") or {}
     sums = {
         "assumptions": a,
