@@ -118,27 +118,42 @@ ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):(.*?)(?:={10,}|$
 ROOT_FIELD = re.compile(r"^\s*(host|rank|exitcode)\s*:\s*(.+?)\s*$", re.M)
 
 
-def failure_summary(text: str, limit: int = 600) -> str:
-    """What a failed run said that matters: Slurm's error lines (an OOM kill, a refused allocation), each
-    Python exception line (without torch's "[rankN]: " prefix), and torchrun's root cause (the first
-    worker that failed: its node, rank and exit code, a negative one being the signal that ended it);
-    else the output's end."""
-    causes = []
+# What a process prints as it aborts: C++'s "terminate called after throwing an instance of 'gloo::IoException'"
+# then "  what():  [pair.cc:589] Read error ...", or CPython's "Fatal Python error: ...".
+ABORT_LINE = ("terminate called", "what():", "Fatal Python error:")
+
+
+def root_cause(text: str) -> dict[str, str]:
+    """torchrun's first observed failure ({"host", "rank", "exitcode"}); empty when it printed none."""
     for block in ROOT_CAUSE.findall(text):
         fields = dict(ROOT_FIELD.findall(block))
         if fields:
-            causes.append(
-                f"first failure: rank {fields.get('rank', '?')} on {fields.get('host', '?')},"
-                f" exit code {fields.get('exitcode', '?')}"
-            )
+            return fields
+    return {}
+
+
+def ended_by_signal(text: str) -> bool:
+    """Whether the first worker that failed was ended by a signal (torchrun's negative exit code):
+    an abort, a kill, never a Python exception the worker raised."""
+    return root_cause(text).get("exitcode", "").startswith("-")
+
+
+def failure_summary(text: str, limit: int = 600) -> str:
+    """What a failed run said that matters: Slurm's error lines (an OOM kill, a refused allocation), each
+    Python exception line (without torch's "[rankN]: " prefix), what an aborting process said, and
+    torchrun's root cause (the first worker that failed: its node, rank and exit code, a negative one
+    being the signal that ended it); else the output's end."""
+    fields = root_cause(text)
+    where = f"rank {fields.get('rank', '?')} on {fields.get('host', '?')}"
+    causes = [f"first failure: {where}, exit code {fields.get('exitcode', '?')}"] if fields else []
     lines = [RANK_PREFIX.sub("", line) for line in text.splitlines()]
     wanted = [
         line.strip()
         for line in lines
-        if line.startswith(("srun: error:", "slurmstepd: error:"))
+        if line.lstrip().startswith(("srun: error:", "slurmstepd: error:", *ABORT_LINE))
         or (line[:1].isalpha() and ("Error: " in line or "Exception: " in line))
     ]
-    summary = "; ".join(dict.fromkeys(wanted + causes[:1])) or text.strip()[-limit:]
+    summary = "; ".join(dict.fromkeys(wanted + causes)) or text.strip()[-limit:]
     return summary[:limit]
 
 

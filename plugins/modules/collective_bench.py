@@ -26,6 +26,9 @@ description:
     carries x I(pass_ratio).
   - Only node rank 0 returns the measurements and records; the others return C(role=worker).
   - A missing benchmark environment (no torch) is reported as C(unavailable), not as a fault.
+  - With I(launcher=srun), a run whose first failing worker was ended by a signal (an abort, a kill) is run once
+    more; the first failure stays in the report as a C(collective.retried) warning with what the worker said.
+    A worker that raised an error, or a run past I(timeout), is not run again.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -162,8 +165,9 @@ role:
   returned: always
   type: str
 checks:
-  description: Records C(collective.nodes) (srun, when nodes were left out), C(collective.run), C(collective.busbw),
-    C(collective.step_time), C(scaling_weak), C(scaling_efficiency) (rank 0 only).
+  description: Records C(collective.nodes) (srun, when nodes were left out), C(collective.retried) (srun, when the
+    first run was ended by a signal), C(collective.run), C(collective.busbw), C(collective.step_time),
+    C(scaling_weak), C(scaling_efficiency) (rank 0 only).
   returned: always
   type: list
   elements: dict
@@ -203,6 +207,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
     failed,
     unavailable,
+    warned,
 )
 from ansible_collections.gpulab.cluster.plugins.module_utils.plan import expected_busbw
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
@@ -341,6 +346,16 @@ def main() -> None:
     if p["threads"]:
         env.setdefault("OMP_NUM_THREADS", str(p["threads"]))
     rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=env)
+    if rc not in (0, 124) and p["launcher"] == "srun" and cb.ended_by_signal(out + err):
+        # One srun controls every node, so the whole run can start again; torchrun on each node cannot.
+        notes.append(
+            warned(
+                "collective.retried",
+                f"the first run failed and was run again: {cb.failure_summary(out + err)}",
+                code="BENCH_RETRIED",
+            )
+        )
+        rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd], environ_update=env)
     tail = (out + err)[-3000:]
     if rc != 0:
         record = run_failure(p, rc, out + err, cmd, rendezvous)

@@ -194,3 +194,29 @@ def test_torchrun_s_root_cause_is_named():
         "srun: error: gpu2: task 1: Exited with exit code 1; "
         "first failure: rank 1 (local_rank: 0) on gpu2, exit code -10 (pid: 8500)"
     )
+
+
+def test_an_aborting_process_says_why():
+    # libstdc++'s words when an exception escapes a thread, as gloo's transport can make it do.
+    text = (
+        "terminate called after throwing an instance of 'gloo::IoException'\n"
+        "  what():  [gloo/transport/tcp/pair.cc:589] Read error [10.0.0.1]:31817: Connection reset by peer\n"
+        "srun: error: gpu2: task 1: Exited with exit code 1\n"
+    )
+    assert cb.failure_summary(text) == (
+        "terminate called after throwing an instance of 'gloo::IoException'; "
+        "what():  [gloo/transport/tcp/pair.cc:589] Read error [10.0.0.1]:31817: Connection reset by peer; "
+        "srun: error: gpu2: task 1: Exited with exit code 1"
+    )
+    assert not cb.ended_by_signal(text)
+
+
+def test_a_worker_ended_by_a_signal_is_told_from_one_that_raised():
+    recorded = RECORDED.with_name("torchrun-abort-rank1.txt").read_text()
+    assert cb.root_cause(recorded) == {
+        "host": "gpu2",
+        "rank": "1 (local_rank: 0)",
+        "exitcode": "-6 (pid: 10473)  (SIGABRT)",
+    }
+    assert cb.ended_by_signal(recorded)
+    assert not cb.ended_by_signal(recorded.replace("exitcode  : -6", "exitcode  : 1"))

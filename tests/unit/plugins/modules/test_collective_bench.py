@@ -112,3 +112,52 @@ def test_link_speed_gives_the_expected_bandwidth(run_module, tmp_path):
     args = dict(installed(tmp_path), link_speed_gbps=100, fail_on="never")
     result, failed = run_module(collective_bench.main, args, run_command=run)
     assert not failed and result["expected_busbw"] == 12.0
+
+
+ABORTED = RECORDED.with_name("torchrun-abort-rank1.txt")
+
+
+def srun_answers(*answers):
+    """A run_command that answers scontrol with an idle node and each srun with the next (rc, stdout, stderr)."""
+    seen, queue = [], list(answers)
+
+    def run(module, cmd, environ_update=None, **kw):
+        if cmd[0] == "scontrol":
+            return 0, f"NodeName={cmd[-1]} State=IDLE Reason=\n", ""
+        seen.append(cmd)
+        return queue.pop(0)
+
+    return run, seen
+
+
+def test_a_worker_ended_by_a_signal_is_run_once_more_and_reported(run_module, tmp_path):
+    done = (0, "GPULAB_BENCH_RESULT " + CALIBRATED.read_text().split("GPULAB_BENCH_RESULT ", 1)[1], "")
+    run, seen = srun_answers((1, "", ABORTED.read_text()), done)
+    args = dict(installed(tmp_path), launcher="srun", hosts=["gpu1", "gpu2"], fail_on="never")
+    result, failed = run_module(collective_bench.main, args, run_command=run)
+    assert not failed and len(seen) == 2 and seen[0] == seen[1]
+    retried = result["checks"][0]
+    assert (retried["check"], retried["status"], retried["code"]) == ("collective.retried", "warn", "BENCH_RETRIED")
+    assert retried["message"] == (
+        "the first run failed and was run again: "
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:; "
+        "first failure: rank 1 (local_rank: 0) on gpu2, exit code -6 (pid: 10473)  (SIGABRT)"
+    )
+    assert [c["check"] for c in result["checks"][1:3]] == ["collective.run", "collective.busbw"]
+
+
+def test_a_second_failure_fails_and_an_error_is_not_retried(run_module, tmp_path):
+    args = dict(installed(tmp_path), launcher="srun", hosts=["gpu1", "gpu2"], fail_on="never")
+    run, seen = srun_answers((1, "", ABORTED.read_text()), (1, "", ABORTED.read_text()))
+    result, _failed = run_module(collective_bench.main, args, run_command=run)
+    assert len(seen) == 2 and [c["status"] for c in result["checks"]] == ["warn", "fail"]
+    assert result["checks"][1]["code"] == "BENCH_FAILED"
+    # A Python error in the worker is the benchmark's own fault: running it again would hide nothing new.
+    raised = "RuntimeError: [pair.cc:598] Connection closed by peer [10.0.0.2]:47290\n"
+    run, seen = srun_answers((1, "", raised))
+    result, _failed = run_module(collective_bench.main, args, run_command=run)
+    assert len(seen) == 1 and [c["code"] for c in result["checks"]] == ["BENCH_FAILED"]
+    # torchrun on each node (no srun) is not run again: the other nodes' runs would not start with it.
+    run, seen = srun_answers((1, "", ABORTED.read_text()))
+    result, _failed = run_module(collective_bench.main, dict(installed(tmp_path), fail_on="never"), run_command=run)
+    assert len(seen) == 1 and [c["code"] for c in result["checks"]] == ["BENCH_FAILED"]
