@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-# Lanes from measurement (README, "Speed"): the container scenarios share one Docker subnet and
+# Lanes from measurement (docs/speed.md): the container scenarios share one Docker subnet and
 # so one lane; the QEMU VMs and the lab have networks of their own and fill the other. Molecule
 # monitoring (a subnet of its own too) floats: the lane that finishes first runs it, which is lane 2
 # with warm caches and lane 1 on a fresh machine, where the VM and test images are built in lane 2.
