@@ -148,6 +148,13 @@ def host_links(
     return list(nics.values()) + members + sorted(vlans, key=lambda link: link["name"])
 
 
+def fabric_nic(plan: Any, interfaces: dict[str, str] | None = None) -> str:
+    """The NIC this node's compute traffic (NCCL, RDMA) rides on: the host's `network_interfaces.compute`, else
+    the plan's compute interface; "" when the plan has no compute network."""
+    compute = ((plan or {}).get("networks") or {}).get("compute") or {}
+    return (interfaces or {}).get("compute") or compute.get("interface") or ""
+
+
 def interface_problems(ip_links: list[dict[str, Any]], links: list[dict[str, Any]], protected: list[str]) -> list[str]:
     """What stops `links` (host_links) from being applied, read from `ip -j -d addr show`.
 
@@ -396,6 +403,7 @@ class FilterModule:
         plain = {
             "address_moves": address_moves,
             "bond_problems": bond_problems,
+            "fabric_nic": fabric_nic,
             "host_links": host_links,
             "interface_problems": interface_problems,
             "link_mismatches": link_mismatches,

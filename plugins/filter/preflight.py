@@ -18,6 +18,7 @@ from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
     plan_problems,
     require_netaddr,
 )
+from ansible_collections.gpulab.cluster.plugins.module_utils import sizing
 from ansible_collections.gpulab.cluster.plugins.module_utils.versions import odd_ones_out
 
 NODE_GROUPS = ("management", "compute", "storage")
@@ -136,10 +137,75 @@ def preflight_problems(
         }
         gpus = hv.get("__nvidia_driver_gpus") or {}
         if "stdout_lines" in gpus:
-            described[host]["nvidia_gpus"] = list(gpus["stdout_lines"])
+            described[host]["nvidia_gpus"] = [line.split()[0] for line in gpus["stdout_lines"] if line.strip()]
     return problems + check_hosts(described, supported or SUPPORTED_OS)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def gpu_links(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """find_gpus' lines ("<address> <width> <max width> <NUMA node>", "?" where unreadable) as
+    {address, width, max_width, numa}, numbers or None."""
+    links = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 4:
+            width, widest, numa = (_number(f) for f in fields[1:])
+            links.append({"address": fields[0], "width": width, "max_width": widest, "numa": numa})
+    return links
+
+
+def link_warnings(
+    host: str,
+    gpus: list[dict[str, Any]],
+    nic: str | None,
+    speed_gbps: float | None,
+    declared_width: int | None,
+) -> list[str]:
+    """The planner's link rules on what the node's sysfs says: a GPU at fewer lanes than its slot gives
+    (declared_width, else the card's widest), the fabric NIC's link short of its port (`nic`:
+    "<width> <GT/s> <NUMA node>", as preflight reads it), and GPUs on another NUMA node than the NIC."""
+    warnings = []
+    for gpu in gpus:
+        wanted = declared_width or gpu["max_width"]
+        if gpu["width"] and wanted and gpu["width"] < wanted:
+            warnings.append(
+                f"{host}: the GPU at {gpu['address']} runs at x{gpu['width']:g} of x{wanted:g}: a slot narrower than "
+                "planned, a riser, or a card not seated (gpulab_gpu_pcie_width declares the slot's width)"
+            )
+    fields = [_number(f) for f in (nic or "").split()]
+    if len(fields) != 3 or None in fields:
+        return warnings
+    width, rate, nic_numa = fields
+    gen = sizing.PCIE_GEN_BY_GTS.get(rate)
+    short = sizing.slot_shortfall(speed_gbps, int(width), gen) if gen and speed_gbps else None
+    if short:
+        warnings.append(f"{host}: the fabric NIC's link: {short}")
+    gpu_numa = [int(g["numa"]) for g in gpus if g["numa"] is not None and g["numa"] >= 0]
+    apart = sizing.numa_apart(gpu_numa, int(nic_numa)) if gpu_numa and nic_numa >= 0 else None
+    if apart:
+        warnings.append(f"{host}: {apart}")
+    return warnings
+
+
+def preflight_link_warnings(hostvars: Mapping[str, Any], hosts: list[str], plan: Any) -> list[str]:
+    """link_warnings for every host that read its GPUs' or fabric NIC's links (compute nodes)."""
+    speed = (plan or {}).get("link_speed_gbps") if isinstance(plan, Mapping) else None
+    warnings = []
+    for host in hosts:
+        hv = hostvars[host]
+        gpus = gpu_links((hv.get("__nvidia_driver_gpus") or {}).get("stdout_lines") or [])
+        nic = (hv.get("__gpulab_fabric_link") or {}).get("stdout")
+        declared = hv.get("gpulab_gpu_pcie_width")
+        warnings += link_warnings(host, gpus, nic, _number(str(speed)) if speed else None, declared and int(declared))
+    return warnings
 
 
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"preflight_problems": preflight_problems}
+        return {"preflight_problems": preflight_problems, "preflight_link_warnings": preflight_link_warnings}

@@ -60,6 +60,8 @@ NICS = {
 }
 # Usable Gb/s per PCIe lane after line encoding (8b/10b to gen 2, 128b/130b from gen 3).
 PCIE_GBPS_PER_LANE = {1: 2.0, 2: 4.0, 3: 7.877, 4: 15.754, 5: 31.508}
+# A link's transfer rate (sysfs current_link_speed, "16.0 GT/s PCIe") to its generation.
+PCIE_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5}
 WATT_BTU_H = 3.412
 # What the planner assumes; a plan overrides any of them under `assumptions`.
 ASSUMPTIONS = {
@@ -190,23 +192,46 @@ def _lanes(node: str, hw: dict[str, Any], a: dict[str, float]) -> list[Check]:
     ]
 
 
+def slot_gbps(lanes: int, gen: int) -> float:
+    """What a PCIe link of `lanes` lanes at generation `gen` carries, in Gb/s."""
+    return lanes * PCIE_GBPS_PER_LANE[gen]
+
+
+def slot_shortfall(speed_gbps: float, lanes: int, gen: int) -> str | None:
+    """Why a NIC with a `speed_gbps` port is held back by a gen `gen` x`lanes` link; None when it is not.
+    The planner's rule, and preflight's on the link a node's NIC trained at."""
+    slot = slot_gbps(lanes, gen)
+    if slot >= speed_gbps:
+        return None
+    return (
+        f"a PCIe gen {gen} x{lanes} slot carries {slot:.0f} Gb/s, short of the NIC's {speed_gbps:g} Gb/s port: "
+        f"put it in an x16 slot (or gen {gen + 1} x{lanes})"
+    )
+
+
+def numa_apart(gpu_nodes: list[int], nic_node: int) -> str | None:
+    """Why GPUs on other NUMA nodes than their NIC are slower across nodes; None when all share its node."""
+    apart = sorted({n for n in gpu_nodes if n != nic_node})
+    if not apart:
+        return None
+    return (
+        f"GPUs on NUMA node(s) {apart}, the NIC on {nic_node}: their traffic crosses the CPU link; "
+        "one NIC per NUMA node, or set NCCL to the near one"
+    )
+
+
 def _nic(node: str, hw: dict[str, Any]) -> list[Check]:
     nic = hw.get("nic") or {}
     if not nic:
         return []
     speed, lanes, gen = _nic_link(nic)
-    slot = lanes * PCIE_GBPS_PER_LANE[gen]
+    slot = slot_gbps(lanes, gen)
     records = []
-    if slot < speed:
+    short = slot_shortfall(speed, lanes, gen)
+    if short:
         records.append(
             warned(
-                f"{node}.nic_slot",
-                f"a PCIe gen {gen} x{lanes} slot carries {slot:.0f} Gb/s, short of the NIC's {speed:g} Gb/s port: "
-                f"put it in an x16 slot (or gen {gen + 1} x{lanes})",
-                value=round(slot, 1),
-                threshold=speed,
-                unit="Gbit/s",
-                code="PLAN_NIC_SLOT",
+                f"{node}.nic_slot", short, value=round(slot, 1), threshold=speed, unit="Gbit/s", code="PLAN_NIC_SLOT"
             )
         )
     else:
@@ -217,16 +242,9 @@ def _nic(node: str, hw: dict[str, Any]) -> list[Check]:
         )
     numa = hw.get("numa") or {}
     if "nic" in numa and numa.get("gpus"):
-        apart = sorted({n for n in numa["gpus"] if n != numa["nic"]})
+        apart = numa_apart(numa["gpus"], numa["nic"])
         if apart:
-            records.append(
-                warned(
-                    f"{node}.numa",
-                    f"GPUs on NUMA node(s) {apart}, the NIC on {numa['nic']}: their traffic crosses the CPU link; "
-                    "one NIC per NUMA node, or set NCCL to the near one",
-                    code="PLAN_NUMA",
-                )
-            )
+            records.append(warned(f"{node}.numa", apart, code="PLAN_NUMA"))
         else:
             records.append(passed(f"{node}.numa", f"the GPUs and the NIC share NUMA node {numa['nic']}"))
     return records

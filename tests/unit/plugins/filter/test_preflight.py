@@ -1,6 +1,12 @@
 import pytest
 
-from ansible_collections.gpulab.cluster.plugins.filter.preflight import check_hosts, os_label, preflight_problems
+from ansible_collections.gpulab.cluster.plugins.filter.preflight import (
+    check_hosts,
+    gpu_links,
+    os_label,
+    preflight_link_warnings,
+    preflight_problems,
+)
 
 PLAN = {"networks": {"management": {"subnet": "10.10.0.0/24"}}}
 
@@ -187,7 +193,7 @@ def test_filter_reads_the_gpu_probe_and_the_opt_out():
     hostvars = _hostvars()
     hostvars["gpu2"].update(gpulab_node_index=4, ansible_facts=facts(hostname="gpu2"))
     hostvars["gpu1"]["__nvidia_driver_gpus"] = {"stdout_lines": []}
-    hostvars["gpu2"]["__nvidia_driver_gpus"] = {"stdout_lines": []}
+    hostvars["gpu2"]["__nvidia_driver_gpus"] = {"stdout_lines": ["0000:41:00.0 16 16 0"]}
     hostvars["gpu2"]["nvidia_driver_require_gpu"] = False
     hostvars["mgmt1"]["__nvidia_driver_gpus"] = {"skipped": True}  # not a compute node: not looked at
     problems = preflight_problems(hostvars, ["mgmt1", "gpu1", "gpu2"], PLAN)
@@ -202,3 +208,53 @@ def test_a_gpu_count_that_is_not_a_whole_number_is_refused():
     hostvars = {"gpu1": {"gpulab_node_index": 1, "gpulab_gpu_count": 1.5}}
     problems = preflight_problems(hostvars, ["gpu1"], plan)
     assert "gpu1: gpulab_gpu_count must be a whole number of at least 1, got 1.5; " in " ".join(problems), problems
+
+
+# find_gpus' lines as sysfs gives them on a two-socket board with a GPU per socket (numa_node 0 and 1); a
+# single-socket board or a VM says -1; an old kernel without the link files gives "?".
+TWO_SOCKETS = ["0000:41:00.0 16 16 0", "0000:c1:00.0 16 16 1"]
+PLAN_100G = {"fabric": "roce", "link_speed_gbps": 100}
+
+
+def links_of(gpus, nic=None, **hv):
+    hostvars = {"gpu1": {"__nvidia_driver_gpus": {"stdout_lines": gpus}, **hv}}
+    if nic is not None:
+        hostvars["gpu1"]["__gpulab_fabric_link"] = {"stdout": nic}
+    return preflight_link_warnings(hostvars, ["gpu1"], PLAN_100G)
+
+
+def test_gpu_lines_are_read_with_what_sysfs_could_not_say():
+    assert gpu_links(["0000:41:00.0 8 16 -1", "0000:61:00.0 ? ? ?", "garbage"]) == [
+        {"address": "0000:41:00.0", "width": 8.0, "max_width": 16.0, "numa": -1.0},
+        {"address": "0000:61:00.0", "width": None, "max_width": None, "numa": None},
+    ]
+
+
+def test_a_healthy_board_gives_no_warning():
+    assert links_of(TWO_SOCKETS[:1], nic="16 16.0 0") == []
+    assert links_of(["0000:41:00.0 16 16 -1"], nic="16 8.0 -1") == []  # gen 3 x16: 126 Gb/s for 100
+    assert links_of(["0000:41:00.0 ? ? ?"]) == []  # nothing readable, nothing said
+
+
+def test_a_100g_nic_in_an_x8_gen3_slot_warns_with_the_planners_words():
+    assert links_of([], nic="8 8.0 0") == [
+        "gpu1: the fabric NIC's link: a PCIe gen 3 x8 slot carries 63 Gb/s, short of the NIC's 100 Gb/s port: "
+        "put it in an x16 slot (or gen 4 x8)"
+    ]
+    assert links_of([], nic="8 16.0 0") == []  # gen 4 x8: 126 Gb/s
+
+
+def test_gpus_on_the_other_socket_from_the_nic_warn():
+    assert links_of(TWO_SOCKETS, nic="16 16.0 0") == [
+        "gpu1: GPUs on NUMA node(s) [1], the NIC on 0: their traffic crosses the CPU link; "
+        "one NIC per NUMA node, or set NCCL to the near one"
+    ]
+
+
+def test_a_gpu_below_its_slot_warns_against_the_declared_width_first():
+    narrow = ["0000:41:00.0 8 16 0"]
+    assert links_of(narrow) == [
+        "gpu1: the GPU at 0000:41:00.0 runs at x8 of x16: a slot narrower than planned, a riser, or a card not "
+        "seated (gpulab_gpu_pcie_width declares the slot's width)"
+    ]
+    assert links_of(narrow, gpulab_gpu_pcie_width=8) == []  # an x8/x8 board, as declared
