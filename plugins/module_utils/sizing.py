@@ -8,6 +8,7 @@ setting; `evaluate` gives check records and the sums behind them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,67 @@ ASSUMPTIONS = {
     "ceph_full_share": 0.85,  # Ceph's nearfull ratio: plan to stay below it
 }
 KNOWN = ("nodes", "circuits", "ups", "switch", "ceph", "cost", "assumptions")
+
+
+def gpu_key(name: str) -> str | None:
+    """The table's key for a GPU name as nvidia-smi and gpulab_gpu_model give it ("NVIDIA GeForce RTX 4090" ->
+    rtx4090, "NVIDIA H100 PCIe" -> h100_pcie); None when the table has no such GPU."""
+    words = re.sub(r"\b(nvidia|geforce|\d+\s*gb)\b", "", name.lower())
+    squeezed = re.sub(r"[^a-z0-9]", "", words)
+    return next((key for key in GPUS if key.replace("_", "") == squeezed), None)
+
+
+def _same(values: dict[str, Any], what: str, where: str) -> tuple[Any, list[str]]:
+    """The one value every host gives (None when none gives one), or a problem naming the hosts that differ."""
+    given = {host: value for host, value in values.items() if value is not None}
+    if len({repr(v) for v in given.values()}) > 1:
+        listed = ", ".join(f"{host}: {value!r}" for host, value in sorted(given.items()))
+        return None, [f"{where}: the hosts differ in {what} ({listed}); give them separate node entries"]
+    return next(iter(given.values()), None), []
+
+
+def with_inventory(
+    plan: Any, groups: dict[str, list[str]], hostvars: dict[str, Any], name: str = "plan"
+) -> tuple[Any, list[str]]:
+    """The plan with each node entry that names `hosts` (an inventory group or host) completed from the
+    inventory: count from the hosts, gpu.count from gpulab_gpu_count, gpu.model from gpulab_gpu_model, and
+    gpu.power_limit_w from nvidia_driver_power_limits.all, wherever the entry does not say; and the problems
+    that keep it from it, each naming the setting."""
+    if not isinstance(plan, dict) or not isinstance(plan.get("nodes"), dict):
+        return plan, []
+    nodes, out = {}, []
+    for node, hw in plan["nodes"].items():
+        if not isinstance(hw, dict) or "hosts" not in hw:
+            nodes[node] = hw
+            continue
+        where = f"{name}.nodes.{node}"
+        members = groups.get(hw["hosts"]) or ([hw["hosts"]] if hw["hosts"] in hostvars else [])
+        if not members:
+            out.append(f"{where}.hosts {hw['hosts']!r} is neither a group nor a host of the inventory")
+            continue
+        hw = {**hw, "count": hw.get("count", len(members))}
+        if hw["count"] != len(members):
+            out.append(f"{where}.count is {hw['count']!r} but {hw['hosts']} has {len(members)} hosts; leave it out")
+        seen = {host: hostvars.get(host) or {} for host in members}
+        count, differ = _same({h: v.get("gpulab_gpu_count") for h, v in seen.items()}, "gpulab_gpu_count", where)
+        model, differ_model = _same({h: v.get("gpulab_gpu_model") for h, v in seen.items()}, "gpulab_gpu_model", where)
+        limits = {h: (v.get("nvidia_driver_power_limits") or {}).get("all") for h, v in seen.items()}
+        limit, differ_limit = _same(limits, "nvidia_driver_power_limits.all", where)
+        out += differ + differ_model + differ_limit
+        gpu = dict(hw.get("gpu") or {})
+        if count is not None and "count" not in gpu:
+            gpu["count"] = int(count)
+        if model is not None and "model" not in gpu:
+            gpu["model"] = gpu_key(str(model))
+            if gpu["model"] is None:
+                out.append(
+                    f"{where}.gpu.model: gpulab_gpu_model {model!r} is not in the planner's table; "
+                    f"set gpu.model to one of {', '.join(GPUS)}"
+                )
+        if limit is not None and "power_limit_w" not in gpu:
+            gpu["power_limit_w"] = limit
+        nodes[node] = {**hw, "gpu": gpu} if gpu else hw
+    return {**plan, "nodes": nodes}, out
 
 
 def problems(plan: Any, name: str = "plan") -> list[str]:

@@ -40,3 +40,12 @@ def test_a_gpu_the_table_lacks_is_refused_naming_it(tmp_path):
     run = plan("-e", f"@{bad}")
     assert run.returncode == 2
     assert "plan.nodes.gpu.gpu.model 'rtx9999' is not in the planner's table" in run.stdout
+
+
+def test_a_node_entry_naming_no_inventory_group_is_refused_naming_it(tmp_path):
+    example = yaml.safe_load((ROOT / "inventory/example/group_vars/all/plan.yml").read_text())
+    example["gpulab_plan"]["nodes"]["gpu"]["hosts"] = "gpus"
+    (tmp_path / "plan.json").write_text(json.dumps(example))
+    run = plan("-e", f"@{tmp_path / 'plan.json'}")
+    assert run.returncode == 2
+    assert "gpulab_plan.nodes.gpu.hosts 'gpus' is neither a group nor a host of the inventory" in run.stdout

@@ -175,3 +175,73 @@ def test_a_nic_given_by_its_speed_alone_is_sized():
     nic = {"speed_gbps": 25, "slot_lanes": 4, "slot_gen": 3}  # a 25GbE card the table lacks, gen 3 x4: 31.5 Gb/s
     records, sums = sizing.evaluate(plan(nodes__gpu1__nic=nic))
     assert (by_check(records)["gpu1.nic_slot"].status, sums["busbw_gbs"]) == ("pass", {"25": 3.0})
+
+
+# An inventory as Ansible hands it over: groups, and each host's variables (the example inventory's kind).
+GROUPS = {"all": ["gpu1", "gpu2", "gpu3", "mgmt1"], "compute": ["gpu1", "gpu2", "gpu3"], "management": ["mgmt1"]}
+RTX = {"gpulab_gpu_count": 2, "gpulab_gpu_model": "NVIDIA GeForce RTX 4090"}
+HOSTVARS = {"gpu1": dict(RTX), "gpu2": dict(RTX), "gpu3": dict(RTX), "mgmt1": {}}
+
+
+def from_inventory(node, hostvars=HOSTVARS):
+    return sizing.with_inventory({"nodes": {"gpu": node}}, GROUPS, hostvars, "gpulab_plan")
+
+
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("NVIDIA GeForce RTX 4090", "rtx4090"),
+        ("NVIDIA RTX A6000", "rtx_a6000"),
+        ("NVIDIA H100 PCIe", "h100_pcie"),
+        ("NVIDIA A100 80GB PCIe", "a100_pcie"),
+        ("NVIDIA H200 NVL", "h200_nvl"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA H200", None),  # the SXM board: not in the table
+        ("Tesla T4", None),
+    ],
+)
+def test_gpu_names_as_nvidia_smi_gives_them_find_the_table(name, key):
+    assert sizing.gpu_key(name) == key
+
+
+def test_a_node_entry_naming_a_group_takes_count_and_gpus_from_the_inventory():
+    plan, problems = from_inventory({"hosts": "compute", "gpu": {"power_limit_w": 300}, "psu_w": 1600})
+    assert problems == []
+    assert plan["nodes"]["gpu"] == {
+        "hosts": "compute",
+        "count": 3,
+        "gpu": {"count": 2, "model": "rtx4090", "power_limit_w": 300},
+        "psu_w": 1600,
+    }
+    limited = {h: {**v, "nvidia_driver_power_limits": {"all": 250}} for h, v in HOSTVARS.items()}
+    assert from_inventory({"hosts": "gpu2"}, limited)[0]["nodes"]["gpu"] == {
+        "hosts": "gpu2",
+        "count": 1,
+        "gpu": {"count": 2, "model": "rtx4090", "power_limit_w": 250},
+    }
+    # What the entry says wins over the inventory; entries without hosts are left as they are.
+    assert from_inventory({"hosts": "compute", "gpu": {"model": "l40s", "count": 1}})[0]["nodes"]["gpu"]["gpu"] == {
+        "model": "l40s",
+        "count": 1,
+    }
+    assert sizing.with_inventory(HANDBOOK, GROUPS, HOSTVARS) == (HANDBOOK, [])
+
+
+def test_what_the_inventory_cannot_complete_is_refused_naming_the_setting():
+    assert from_inventory({"hosts": "gpus"})[1] == [
+        "gpulab_plan.nodes.gpu.hosts 'gpus' is neither a group nor a host of the inventory"
+    ]
+    assert from_inventory({"hosts": "compute", "count": 4})[1] == [
+        "gpulab_plan.nodes.gpu.count is 4 but compute has 3 hosts; leave it out"
+    ]
+    mixed = {**HOSTVARS, "gpu3": {"gpulab_gpu_count": 4, "gpulab_gpu_model": "NVIDIA GeForce RTX 3090"}}
+    assert from_inventory({"hosts": "compute"}, mixed)[1] == [
+        "gpulab_plan.nodes.gpu: the hosts differ in gpulab_gpu_count (gpu1: 2, gpu2: 2, gpu3: 4); "
+        "give them separate node entries",
+        "gpulab_plan.nodes.gpu: the hosts differ in gpulab_gpu_model (gpu1: 'NVIDIA GeForce RTX 4090', "
+        "gpu2: 'NVIDIA GeForce RTX 4090', gpu3: 'NVIDIA GeForce RTX 3090'); give them separate node entries",
+    ]
+    t4 = {h: {"gpulab_gpu_count": 1, "gpulab_gpu_model": "Tesla T4"} for h in HOSTVARS}
+    assert from_inventory({"hosts": "compute"}, t4)[1][0].startswith(
+        "gpulab_plan.nodes.gpu.gpu.model: gpulab_gpu_model 'Tesla T4' is not in the planner's table; set gpu.model"
+    )
