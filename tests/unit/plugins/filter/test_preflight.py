@@ -234,6 +234,9 @@ def test_a_healthy_board_gives_no_warning():
     assert links_of(TWO_SOCKETS[:1], nic="16 16.0 0") == []
     assert links_of(["0000:41:00.0 16 16 -1"], nic="16 8.0 -1") == []  # gen 3 x16: 126 Gb/s for 100
     assert links_of(["0000:41:00.0 ? ? ?"]) == []  # nothing readable, nothing said
+    # What find_gpus read on a lent H200 in a Firecracker VM (tests/device, 2026-12-04): no NUMA node (-1),
+    # so a NIC on node 0 is not judged against it.
+    assert links_of(["0000:00:06.0 16 16 -1"], nic="16 16.0 0") == []
 
 
 def test_a_100g_nic_in_an_x8_gen3_slot_warns_with_the_planners_words():
