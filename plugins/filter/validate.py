@@ -161,6 +161,7 @@ def validate_settings_problems(
 # Registered variable of each node check in the validation role -> report section.
 RESULT_VARS = {
     "gpu": "__validation_gpu",
+    "slurm": "__validation_slurm_node",
     "rdma": "__validation_rdma",
     "nccl": "__validation_nccl",
     "network": "__validation_net",
@@ -168,7 +169,7 @@ RESULT_VARS = {
 
 
 def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """host -> {reached, versions, gpu, rdma, nccl, network: registered result or {}} for the report.
+    """host -> {reached, versions, gpu, slurm, rdma, nccl, network: registered result or {}} for the report.
 
     reached: the node answered the version read every node runs with its versions (false for unreachable
     or failed nodes, and for a read that errored: its registered result has no versions).

@@ -24,6 +24,7 @@ TOLERANCES = {
     "ecc_corrected": 1000.0,  # absolute: new correctable ECC errors since the baseline
     "counters": 0.0,  # absolute: new uncorrectable ECC, remapped rows, retired pages, XIDs, bus drops
     "pcie_width": 0.0,  # absolute: lanes lost
+    "ceph_osds": 0.0,  # absolute: Ceph OSDs up, lost
 }
 
 
@@ -44,6 +45,7 @@ RULES = (
     Rule("ecc_corrected", r"\.ecc_corrected$", False, False),
     Rule("counters", r"\.(ecc_uncorrected|row_remap|retired_pages)$|^xid$|^gpu_bus$", False, False),
     Rule("pcie_width", r"\.pcie_width$", True, False),
+    Rule("ceph_osds", r"^ceph\.osds$", True, False),
 )
 # Keys every gpulab report has (report.build).
 REPORT_KEYS = ("generated", "verdict", "nodes", "cluster")

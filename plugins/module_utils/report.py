@@ -15,14 +15,16 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import baseline as 
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
-NODE_SECTIONS = ("gpu", "rdma", "nccl", "network")
-CLUSTER_SECTIONS = ("consistency", "nccl_across", "collective", "training")
+NODE_SECTIONS = ("gpu", "slurm", "rdma", "nccl", "network")
+CLUSTER_SECTIONS = ("consistency", "ceph", "nccl_across", "collective", "training")
 TITLES = {
     "gpu": "GPU health",
+    "slurm": "Slurm",
     "rdma": "RDMA",
     "nccl": "NCCL (in node)",
     "network": "Network",
     "consistency": "Versions",
+    "ceph": "Ceph",
     "nccl_across": "NCCL (across nodes)",
     "collective": "Collectives and scaling",
     "training": "Training smoke benchmark",
@@ -32,12 +34,16 @@ TITLES = {
 NEXT_STEPS = {
     "gpu": "Run `nvidia-smi -q` on the node and compare with a healthy one; ECC, row-remap and XID faults "
     "mean draining the node, then a GPU reset or an RMA.",
+    "slurm": "On the node: `systemctl status slurmd munge`, `journalctl -u slurmd`; on the controller: "
+    "`scontrol show node NODE`. Rerun `--tags slurm` to put the cluster's munge key and slurm.conf back.",
     "rdma": "Check `rdma link` and `ibv_devinfo`, the cable and the switch port; rerun `--tags rdma`.",
     "nccl": "Rerun nccl-tests with NCCL_DEBUG=INFO and check /etc/nccl.conf (NCCL_SOCKET_IFNAME, NCCL_IB_HCA).",
     "network": "Check the MTU on both hosts and every switch port, `ethtool` link speed and NIC counters; "
     "rerun `--tags network`.",
     "consistency": "Bring the odd node to the pinned version with a tagged run, e.g. "
     "`--tags nvidia_driver --limit NODE`.",
+    "ceph": "On a monitor host: `ceph health detail`, `ceph osd tree`; on the storage node: "
+    "`systemctl status ceph-osd@N`, `journalctl -u ceph-osd@N`.",
     "nccl_across": "Compare each node's own nccl-tests run and the network matrix: one slow node or link slows "
     "the whole ring.",
     "collective": "Compare with the network matrix above: a slow pair slows every collective. Rerun validate.yml "

@@ -1,13 +1,16 @@
-"""Slurm accounting as data: read `sacctmgr -P -n show` output and plan the commands that make it match.
+"""Slurm as data: `sacctmgr -P -n show` output and the commands that make it match (additions and changes only:
+removing an account or user is left to an administrator, as it can cancel jobs); node states and drain reasons;
+a compute node's health as check records.
 
-Pure functions; the slurm_accounting module runs sacctmgr. Only additions and changes are planned:
-removing an account or user is left to an administrator (it can cancel jobs).
+Pure functions; the slurm_accounting, slurm_drain and slurm_health modules run the commands.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, warned
 
 
 class SlurmParseError(ValueError):
@@ -154,3 +157,85 @@ def usable_hosts(run: Callable[[list[str]], tuple[int, str, str]], hosts: list[s
     why = left_out(run, hosts)
     note = "left out, Slurm cannot run a job there: " + "; ".join(f"{h} ({w})" for h, w in why.items())
     return [h for h in hosts if h not in why], note if why else None
+
+
+# States in which slurmctld has given the node up: it starts nothing there until slurmd answers again.
+LOST = {"DOWN", "FAIL"}
+
+
+def node_health(node: str, slurmd: str, shown: tuple[int, str], unmunged: tuple[int, str] | None) -> list[Check]:
+    """A compute node's Slurm records: its slurmd (`systemctl is-active` word), whether a munge credential
+    made on the controller decodes here (`unmunge` rc and output; None when none was handed over), and its
+    state as slurmctld sees it (`scontrol -o show node` rc and output), in that order: a cause before what
+    it causes (a foreign munge key also keeps scontrol from reaching slurmctld)."""
+    records = [
+        passed("slurm.slurmd", "slurmd is active")
+        if slurmd == "active"
+        else failed(
+            "slurm.slurmd",
+            f"slurmd is {slurmd or 'not installed'} on {node}: no job starts here (systemctl status slurmd, "
+            "journalctl -u slurmd)",
+            code="SLURM_SLURMD_DOWN",
+        )
+    ]
+    if unmunged is not None:
+        rc, out = unmunged
+        records.append(
+            passed("slurm.munge", "a credential made on the controller decodes here")
+            if rc == 0
+            else failed(
+                "slurm.munge",
+                f"a credential made on the controller does not decode on {node} ({out.strip()[:160]}): the munge "
+                "keys differ, or munged is down here; the slurm role puts the same key on every node",
+                code="SLURM_MUNGE",
+            )
+        )
+    rc, out = shown
+    if rc != 0 and "Invalid node name" in out:
+        records.append(
+            failed(
+                "slurm.node",
+                f"slurmctld does not know {node}: {out.strip()[:200]} (NodeName in slurm.conf, the slurm role)",
+                code="SLURM_NODE_UNKNOWN",
+            )
+        )
+    elif rc != 0:
+        answer = "did not answer in 30 s" if rc == 124 else f"failed: {out.strip()[:200]}"
+        records.append(
+            failed(
+                "slurm.node",
+                f"asking slurmctld about {node} {answer} (slurmctld on the controller, the network, munge)",
+                code="SLURM_CTLD_UNREACHABLE",
+            )
+        )
+    else:
+        state, reason = parse_node_line(out.strip())
+        flags = set(state.rstrip("*~#!%$@^-").split("+"))
+        because = f" ({reason})" if reason else ""
+        if flags & LOST:
+            records.append(
+                failed(
+                    "slurm.node",
+                    f"slurmctld reports {node} {state}{because}: it has lost the node's slurmd "
+                    "(the network, munge, slurmd's log)",
+                    code="SLURM_NODE_DOWN",
+                )
+            )
+        elif "NOT_RESPONDING" in flags or state.endswith("*"):
+            records.append(
+                warned(
+                    "slurm.node",
+                    f"slurmctld reports {node} {state}: its last ping went unanswered; after SlurmdTimeout it marks "
+                    "the node DOWN (a node too busy to answer, the network, munge)",
+                    code="SLURM_NOT_RESPONDING",
+                )
+            )
+        elif flags & {"DRAIN", "DRAINED", "DRAINING"} and not reason.startswith(GPULAB_REASON):
+            records.append(
+                warned(
+                    "slurm.node", f"{node} is {state}{because}: drained by hand, it takes no jobs", code="SLURM_DRAINED"
+                )
+            )
+        else:
+            records.append(passed("slurm.node", f"slurmctld reports {node} {state}{because}"))
+    return records

@@ -29,7 +29,8 @@ options:
         (name to C({volts, breaker_amps, other_w})), C(ups) (C({capacity_wh, max_w, min_runtime_min})), C(switch)
         (C({ports, breakout, uplinks})), C(ceph) (C({raw_tb, replication})), C(cost) (C({price_per_kwh,
         cloud_gpu_hour, utilization, hardware_cost, years, currency})) and C(assumptions). Only C(nodes) is
-        required; a section left out is not sized. See docs/hardware-planning.md."
+        required; a section left out is not sized. A node's C(hosts) (an inventory group or host) is completed
+        from the inventory by playbooks/plan.yml before this module sees it. See docs/hardware-planning.md."
     type: dict
     required: true
 extends_documentation_fragment:

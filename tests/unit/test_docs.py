@@ -58,7 +58,7 @@ RUN = [
     (r"ansible-playbook -i inventory/mylab playbooks/validate\.yml", "playbooks/site.yml", "validate.yml"),
     (
         r"ansible-playbook -i inventory/mylab playbooks/validate\.yml --skip-tags validate_long",
-        "tests/lab/test_declared_gpus.py",
+        "tests/lab/test_faults.py",
         '"playbooks/validate.yml", "--skip-tags", "validate_long"',
     ),
     (

@@ -105,6 +105,7 @@ def test_results_gathered_per_host_with_missing_ones_empty():
     gpu1 = {
         "__validation_versions": {"versions": {"driver": "580.159.04"}},
         "__validation_gpu": {"status": "pass"},
+        "__validation_slurm_node": {"status": "pass"},
         "__validation_net": {"a": 1},
     }
     assert validation_results({"gpu1": gpu1, "mgmt1": {}}, ["gpu1", "mgmt1"]) == {
@@ -112,11 +113,12 @@ def test_results_gathered_per_host_with_missing_ones_empty():
             "reached": True,
             "versions": {"driver": "580.159.04"},
             "gpu": {"status": "pass"},
+            "slurm": {"status": "pass"},
             "rdma": {},
             "nccl": {},
             "network": {"a": 1},
         },
-        "mgmt1": {"reached": False, "versions": None, "gpu": {}, "rdma": {}, "nccl": {}, "network": {}},
+        "mgmt1": {"reached": False, "versions": None, "gpu": {}, "slurm": {}, "rdma": {}, "nccl": {}, "network": {}},
     }
 
 

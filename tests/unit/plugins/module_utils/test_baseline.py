@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import baseline as bl
-from ansible_collections.gpulab.cluster.plugins.module_utils import collective, nccl_tests, report
+from ansible_collections.gpulab.cluster.plugins.module_utils import ceph, collective, nccl_tests, report
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -23,8 +23,16 @@ def gpu_result(temperature=33.0, ecc_corrected=0, ecc_uncorrected=0):
     return {"checks": [c.as_dict() for c in checks]}
 
 
-def run(nccl="current_2node_roce_pass.txt", versions=None, generated="2026-12-04T09:00:00+00:00", baseline=None, **gpu):
-    """A two-node cluster's report: each node's GPU, nccl-tests across both, the gloo benchmark."""
+def run(
+    nccl="current_2node_roce_pass.txt",
+    versions=None,
+    generated="2026-12-04T09:00:00+00:00",
+    baseline=None,
+    osd_stat=None,
+    **gpu,
+):
+    """A two-node cluster's report: each node's GPU, nccl-tests across both, the gloo benchmark; with osd_stat
+    (a recorded `ceph osd stat`), Ceph's OSDs."""
     across = nccl_tests.parse_text((FIXTURES / "nccl" / nccl).read_text())
     bench = collective.parse_result((FIXTURES / "collective" / "gloo-2nodes-cpu.json").read_text())
     nodes = {
@@ -38,6 +46,8 @@ def run(nccl="current_2node_roce_pass.txt", versions=None, generated="2026-12-04
         },
         "collective": {"checks": [c.as_dict() for c in collective.evaluate(bench)], "result": bench},
     }
+    if osd_stat:
+        cluster["ceph"] = {"checks": [ceph.osds((FIXTURES / "ceph" / osd_stat).read_text()).as_dict()]}
     return report.build(nodes, cluster, generated, baseline=baseline)
 
 
@@ -177,7 +187,7 @@ def test_tolerances_that_are_not_numbers_are_refused_naming_them():
     assert bl.tolerance_problems({"bandwidth": "fast", "speed": 1, "time": -0.1, "counters": True}, "t") == [
         "t.bandwidth must be a number of at least 0, got 'fast'",
         "t.speed is no metric family; use one of bandwidth, time, efficiency, temperature, ecc_corrected, "
-        "counters, pcie_width",
+        "counters, pcie_width, ceph_osds",
         "t.time must be a number of at least 0, got -0.1",
         "t.counters must be a number of at least 0, got True",
     ]
@@ -206,3 +216,11 @@ def test_iperf_per_pair_and_the_link_speed_are_bandwidth():
         ("gpu1 bandwidth.gpu2", 92.1, 61.0),
         ("gpu1 link_speed", 100.0, 25.0),
     ]
+
+
+def test_an_osd_fewer_than_the_baseline_had_is_a_regression():
+    good = json.loads(json.dumps(run(generated=BASELINE_DATE, osd_stat="osd-stat-up.json")))
+    data = run(osd_stat="osd-stat-one-down.json", baseline=report.Baseline("b.json", good))
+    regression = by_check(data)["cluster ceph.osds"]
+    assert (regression["status"], regression["baseline"], regression["value"]) == ("fail", 2, 1)
+    assert regression["message"].startswith("ceph.osds fell from 2 to 1 OSDs")

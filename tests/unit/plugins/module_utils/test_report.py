@@ -70,6 +70,7 @@ def test_build_gives_one_verdict_and_orders_failures():
     gpu1 = data["nodes"]["gpu1"]["sections"]
     assert {k: v["status"] for k, v in gpu1.items()} == {
         "gpu": "unavailable",
+        "slurm": "not run",  # no slurm_health result: a cluster without Slurm
         "rdma": "skipped",
         "nccl": "skipped",
         "network": "pass",

@@ -1,6 +1,10 @@
+from pathlib import Path
+
 import pytest
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 
 # `sacctmgr -n -P show association cluster=gpulab format=Account,User,Fairshare` on Slurm 22.05:
 # the root account, root's own association, then each account and its users.
@@ -118,3 +122,64 @@ def test_left_out_names_each_node_and_why():
     }
     why = slurm.left_out(lambda argv: answers[argv[-1]], ["gpu1", "gpu2", "gpu9"])
     assert why == {"gpu2": "IDLE+DRAIN: gpulab: validate: gpu_count", "gpu9": "unknown to Slurm (Node gpu9 not found)"}
+
+
+# gpu1's line as the lab's slurmctld printed it (fixtures/slurm), with its state and reason changed the way
+# slurmctld writes them when a node is lost or drained.
+GPU1 = (FIXTURES / "scontrol-show-node.txt").read_text().splitlines()[0]
+
+
+def statuses(records):
+    return [(r.check, r.status, r.code) for r in records]
+
+
+def test_a_healthy_node_passes_with_the_controllers_credential():
+    records = slurm.node_health("gpu1", "active", (0, GPU1), (0, "STATUS: Success (0)\n"))
+    assert statuses(records) == [
+        ("slurm.slurmd", "pass", None),
+        ("slurm.munge", "pass", None),
+        ("slurm.node", "pass", None),
+    ]
+    assert records[2].message == "slurmctld reports gpu1 ALLOCATED"
+
+
+def test_a_stopped_slurmd_and_a_foreign_munge_key_fail_at_once():
+    records = slurm.node_health("gpu2", "inactive", (0, GPU1), (14, "unmunge: Error: Invalid credential\n"))
+    assert statuses(records) == [
+        ("slurm.slurmd", "fail", "SLURM_SLURMD_DOWN"),
+        ("slurm.munge", "fail", "SLURM_MUNGE"),
+        ("slurm.node", "pass", None),  # slurmctld notices only after SlurmdTimeout
+    ]
+    assert records[0].message.startswith("slurmd is inactive on gpu2: no job starts here")
+    assert "(unmunge: Error: Invalid credential)" in records[1].message
+
+
+@pytest.mark.parametrize(
+    "state, reason, status, code",
+    [
+        ("DOWN+NOT_RESPONDING", "Not responding", "fail", "SLURM_NODE_DOWN"),
+        ("IDLE+NOT_RESPONDING", "", "warn", "SLURM_NOT_RESPONDING"),  # a ping unanswered, not yet DOWN
+        ("IDLE*", "", "warn", "SLURM_NOT_RESPONDING"),
+        ("IDLE+DRAIN", "disk swap tomorrow", "warn", "SLURM_DRAINED"),
+        ("IDLE+DRAIN", "gpulab: validate: gpu_count: 0 of 2", "pass", None),  # the check that drained it reports
+        ("MIXED", "", "pass", None),
+    ],
+)
+def test_the_state_slurmctld_gives(state, reason, status, code):
+    line = GPU1.replace("State=ALLOCATED", f"State={state}").split(" Reason=")[0] + (
+        f" Reason={reason} [slurm@2026-12-04T10:00:00]" if reason else ""
+    )
+    record = slurm.node_health("gpu1", "active", (0, line), None)[-1]
+    assert (record.status, record.code) == (status, code)
+
+
+def test_an_unknown_node_and_an_unreachable_controller_are_told_apart():
+    unknown = slurm.node_health("gpu9", "active", (1, "Node gpu9 not found\nInvalid node name specified\n"), None)
+    assert unknown[-1].code == "SLURM_NODE_UNKNOWN"
+    lost = slurm.node_health(
+        "gpu1", "active", (1, "slurm_load_node error: Zero Bytes were transmitted or received"), None
+    )
+    assert lost[-1].code == "SLURM_CTLD_UNREACHABLE"
+    assert slurm.node_health("gpu1", "active", (124, ""), None)[-1].message.startswith(
+        "asking slurmctld about gpu1 did not answer in 30 s"
+    )

@@ -1,0 +1,59 @@
+from pathlib import Path
+from unittest import mock
+
+from ansible.module_utils import basic
+
+from ansible_collections.gpulab.cluster.plugins.modules import ceph_health, slurm_health
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+GPU1 = (FIXTURES / "slurm" / "scontrol-show-node.txt").read_text().splitlines()[0]
+
+
+def answers(table):
+    """A run_command answering each command (its first words after any `timeout N`) from table, recording stdin."""
+    seen = []
+
+    def run(module, cmd, data=None, **kw):
+        words = cmd[2:] if cmd[0] == "timeout" else cmd
+        seen.append((words, data))
+        return next(answer for prefix, answer in table.items() if tuple(words[: len(prefix)]) == prefix)
+
+    return run, seen
+
+
+def test_slurm_health_asks_systemd_slurmctld_and_unmunge(run_module):
+    run, seen = answers(
+        {
+            ("systemctl",): (0, "active\n", ""),
+            ("scontrol",): (0, GPU1 + "\n", ""),
+            ("unmunge",): (0, "STATUS: Success (0)\n", ""),
+        }
+    )
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", return_value="/usr/bin/scontrol"):
+        result, failed = run_module(slurm_health.main, {"node": "gpu1", "credential": "MUNGE:AbC:"}, run_command=run)
+    assert not failed and result["status"] == "pass"
+    assert [c["check"] for c in result["checks"]] == ["slurm.slurmd", "slurm.munge", "slurm.node"]
+    assert (["unmunge"], "MUNGE:AbC:") in seen  # the credential goes in on stdin
+    assert ["scontrol", "-o", "show", "node", "gpu1"] in [words for words, _ in seen]
+
+
+def test_slurm_health_without_slurm_is_unavailable(run_module):
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", return_value=None):
+        result, failed = run_module(slurm_health.main, {"node": "gpu1"}, run_command=lambda *a, **k: (0, "", ""))
+    assert not failed and result["status"] == "unavailable"
+
+
+def test_ceph_health_reads_health_and_osds_and_fails_when_the_monitors_do_not_answer(run_module):
+    run, _seen = answers(
+        {
+            ("ceph", "health"): (0, (FIXTURES / "ceph" / "health-ok.json").read_text(), ""),
+            ("ceph", "osd"): (0, (FIXTURES / "ceph" / "osd-stat-up.json").read_text(), ""),
+        }
+    )
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", return_value="/usr/bin/ceph"):
+        result, failed = run_module(ceph_health.main, {"expected_osds": 2}, run_command=run)
+        assert not failed and [c["status"] for c in result["checks"]] == ["pass", "pass"]
+        hung, _seen = answers({("ceph",): (124, "", "")})
+        result, failed = run_module(ceph_health.main, {"fail_on": "never", "timeout": 5}, run_command=hung)
+    assert not failed and result["checks"][0]["code"] == "CEPH_UNREACHABLE"
+    assert result["checks"][0]["message"].startswith("ceph health detail did not answer in 5 s")
