@@ -64,13 +64,25 @@ def inject():
 
 
 def restore():
-    on("storage1", "systemctl start ceph-osd@0")
-    fake = on("gpu2", f"ls -d {SITE_PACKAGES}/webdataset-{FAKE_VERSION}.dist-info || true")
-    if fake:
-        on("gpu2", f"mv {fake} {fake.replace(FAKE_VERSION, webdataset_dist_info('gpu1')[1])}")
-    on("gpu1", f"test ! -e {SAVED_KEY} || mv {SAVED_KEY} /etc/munge/munge.key")
-    on("gpu1", "systemctl restart munge slurmd")
-    on("gpu2", "systemctl start slurmd")
+    """Undo every fault, each on its own: one that cannot be undone must not leave the others in place."""
+    steps = [
+        # ceph-osd@'s unit allows 3 starts in 30 minutes; a lab that has run this before may be at that limit.
+        ("storage1", "systemctl reset-failed ceph-osd@0; systemctl start ceph-osd@0"),
+        (
+            "gpu2",
+            f"f=$(ls -d {SITE_PACKAGES}/webdataset-{FAKE_VERSION}.dist-info 2>/dev/null) || exit 0; "
+            f'mv "$f" "$(echo "$f" | sed \'s/{FAKE_VERSION}/{webdataset_dist_info("gpu1")[1]}/\')"',
+        ),
+        ("gpu1", f"test ! -e {SAVED_KEY} || mv {SAVED_KEY} /etc/munge/munge.key; systemctl restart munge slurmd"),
+        ("gpu2", "systemctl start slurmd"),
+    ]
+    failures = []
+    for node, command in steps:
+        try:
+            on(node, command)
+        except subprocess.CalledProcessError as exc:
+            failures.append(f"{node}: {command}: {exc.stderr.strip()}")
+    assert failures == [], failures
     assert wait_for(lambda: on("storage1", "ceph health") == "HEALTH_OK", 120), on("storage1", "ceph health detail")
     # Both slurmd registered again: slurmctld answers for them without a lost-node flag.
     assert wait_for(lambda: not any(node_state(n)[0].endswith("*") for n in ("gpu1", "gpu2")), 60)
@@ -82,8 +94,8 @@ def faulty(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("faults")
     overlay = tmp_path / "declare-gpus.yml"
     overlay.write_text(yaml.safe_dump({"compute": {"hosts": {"gpu2": {"gpulab_gpu_count": 2}}}}))
-    inject()
     try:
+        inject()
         run, report, report_dir = validate(tmp_path, "failing", ROOT / "inventory" / "lab", overlay)
     finally:
         restore()

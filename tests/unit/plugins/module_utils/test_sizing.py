@@ -183,8 +183,8 @@ RTX = {"gpulab_gpu_count": 2, "gpulab_gpu_model": "NVIDIA GeForce RTX 4090"}
 HOSTVARS = {"gpu1": dict(RTX), "gpu2": dict(RTX), "gpu3": dict(RTX), "mgmt1": {}}
 
 
-def from_inventory(node, hostvars=HOSTVARS):
-    return sizing.with_inventory({"nodes": {"gpu": node}}, GROUPS, hostvars, "gpulab_plan")
+def from_inventory(node, hostvars=None):
+    return sizing.with_inventory({"nodes": {"gpu": node}}, GROUPS, hostvars or HOSTVARS, "gpulab_plan")
 
 
 @pytest.mark.parametrize(

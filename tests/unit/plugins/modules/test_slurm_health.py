@@ -34,7 +34,7 @@ def test_slurm_health_asks_systemd_slurmctld_and_unmunge(run_module):
     assert not failed and result["status"] == "pass"
     assert [c["check"] for c in result["checks"]] == ["slurm.slurmd", "slurm.munge", "slurm.node"]
     assert (["unmunge"], "MUNGE:AbC:") in seen  # the credential goes in on stdin
-    assert ["scontrol", "-o", "show", "node", "gpu1"] in [words for words, _ in seen]
+    assert ["scontrol", "-o", "show", "node", "gpu1"] in [words for words, _stdin in seen]
 
 
 def test_slurm_health_without_slurm_is_unavailable(run_module):
