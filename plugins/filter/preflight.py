@@ -19,6 +19,7 @@ from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
     require_netaddr,
 )
 from ansible_collections.gpulab.cluster.plugins.module_utils import sizing
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import as_number
 from ansible_collections.gpulab.cluster.plugins.module_utils.versions import odd_ones_out
 
 NODE_GROUPS = ("management", "compute", "storage")
@@ -141,13 +142,6 @@ def preflight_problems(
     return problems + check_hosts(described, supported or SUPPORTED_OS)
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
 def gpu_links(lines: Iterable[str]) -> list[dict[str, Any]]:
     """find_gpus' lines ("<address> <width> <max width> <NUMA node>", "?" where unreadable) as
     {address, width, max_width, numa}, numbers or None."""
@@ -155,7 +149,7 @@ def gpu_links(lines: Iterable[str]) -> list[dict[str, Any]]:
     for line in lines:
         fields = line.split()
         if len(fields) == 4:
-            width, widest, numa = (_number(f) for f in fields[1:])
+            width, widest, numa = (as_number(f) for f in fields[1:])
             links.append({"address": fields[0], "width": width, "max_width": widest, "numa": numa})
     return links
 
@@ -178,7 +172,7 @@ def link_warnings(
                 f"{host}: the GPU at {gpu['address']} runs at x{gpu['width']:g} of x{wanted:g}: a slot narrower than "
                 "planned, a riser, or a card not seated (gpulab_gpu_pcie_width declares the slot's width)"
             )
-    fields = [_number(f) for f in (nic or "").split()]
+    fields = [as_number(f) for f in (nic or "").split()]
     if len(fields) != 3 or None in fields:
         return warnings
     width, rate, nic_numa = fields
@@ -202,7 +196,7 @@ def preflight_link_warnings(hostvars: Mapping[str, Any], hosts: list[str], plan:
         gpus = gpu_links((hv.get("__nvidia_driver_gpus") or {}).get("stdout_lines") or [])
         nic = (hv.get("__gpulab_fabric_link") or {}).get("stdout")
         declared = hv.get("gpulab_gpu_pcie_width")
-        warnings += link_warnings(host, gpus, nic, _number(str(speed)) if speed else None, declared and int(declared))
+        warnings += link_warnings(host, gpus, nic, as_number(speed), declared and int(declared))
     return warnings
 
 

@@ -98,6 +98,10 @@ def _same(values: dict[str, Any], what: str, where: str) -> tuple[Any, list[str]
     return next(iter(given.values()), None), []
 
 
+# The host variables with_inventory reads.
+INVENTORY_VARS = ("gpulab_gpu_count", "gpulab_gpu_model", "nvidia_driver_power_limits")
+
+
 def with_inventory(
     plan: Any, groups: dict[str, list[str]], hostvars: dict[str, Any], name: str = "plan"
 ) -> tuple[Any, list[str]]:
