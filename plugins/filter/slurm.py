@@ -8,7 +8,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpulab.cluster.plugins.filter.host_facts import gpu_count_problem
-from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import DRAIN_PREFIXES
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import DRAIN_PREFIXES, slurm_seconds
 
 MIN_MUNGE_KEY = 32  # bytes; munged refuses shorter keys
 
@@ -24,8 +24,13 @@ def slurm_problems(
     partitions: list[dict[str, Any]],
     munge_key_source: str,
     munge_key: str,
+    qos: Mapping[str, list[dict[str, Any]]] | None = None,
+    accounts: list[dict[str, Any]] | None = None,
+    accounting: str = "accounting_storage/slurmdbd",
 ) -> list[str]:
-    """Problems of the slurm role's inventory: controller, node resources, GPU counts, partitions, munge key."""
+    """Problems of the slurm role's inventory: controller, node resources, GPU counts, partitions, munge key,
+    QOS. qos: {variable: its QOS entries} (slurm_qos, and slurm_preemption_tiers only when preemption is on);
+    accounting: AccountingStorageType as slurm.conf will have it."""
     problems = []
     compute = list(groups.get("compute", []))
     if not controller or controller not in groups.get("all", []):
@@ -67,6 +72,70 @@ def slurm_problems(
         )
     elif munge_key_source == "vault" and len(str(munge_key)) < MIN_MUNGE_KEY:
         problems.append(f"slurm_munge_key is shorter than {MIN_MUNGE_KEY} characters; munged refuses it")
+    return problems + qos_problems(qos or {}, partitions, accounts or [], accounting)
+
+
+PREEMPT_MODES = ("requeue", "cancel", "off", "cluster")
+PARTITION_QOS_OPTIONS = ("QOS", "AllowQos", "DenyQos")
+
+
+def _qos_names(value: Any) -> list[str]:
+    return [n.strip() for n in (value.split(",") if isinstance(value, str) else value or []) if str(n).strip()]
+
+
+def qos_problems(
+    qos: Mapping[str, list[dict[str, Any]]],
+    partitions: list[dict[str, Any]],
+    accounts: list[dict[str, Any]],
+    accounting: str,
+) -> list[str]:
+    """QOS entries, and the partitions and accounts that name QOS, against each other."""
+    problems = []
+    known = {"normal"}  # Slurm's own, always there
+    for entries in qos.values():
+        known.update(str(q.get("name")) for q in entries if q.get("name"))
+    for variable, entries in qos.items():
+        for index, entry in enumerate(entries):
+            name = entry.get("name")
+            where = f"{variable}[{index}]" + (f" '{name}'" if name else "")
+            if not name:
+                problems.append(f"{where} has no name")
+            grace = entry.get("grace_time", 0)
+            if isinstance(grace, bool) or not (isinstance(grace, int) or str(grace).isdigit()):
+                problems.append(f"{where}: grace_time must be a whole number of seconds, got {grace!r}")
+            try:
+                slurm_seconds(entry.get("max_wall", ""))
+            except ValueError:
+                problems.append(
+                    f"{where}: max_wall must be a Slurm time like 04:00:00 or 1-00:00:00, got {entry['max_wall']!r}"
+                )
+            mode = str(entry.get("preempt_mode", "cluster")).lower()
+            if mode not in PREEMPT_MODES:
+                problems.append(f"{where}: preempt_mode must be one of {', '.join(PREEMPT_MODES)}, got {mode!r}")
+            unknown = sorted(set(_qos_names(entry.get("preempt"))) - known)
+            if unknown:
+                problems.append(f"{where}: preempt names QOS that are not defined: {', '.join(unknown)}")
+    names = [str(q.get("name")) for entries in qos.values() for q in entries if q.get("name")]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        problems.append(f"QOS defined twice (in {' and '.join(qos)}): {', '.join(twice)}")
+    defined = f"not defined in {', '.join(qos) or 'slurm_qos'} (or Slurm's normal)"
+    for partition in partitions:
+        for option in PARTITION_QOS_OPTIONS:
+            unknown = sorted(set(_qos_names((partition.get("options") or {}).get(option))) - known)
+            if unknown:
+                problems.append(
+                    f"slurm_partitions '{partition.get('name')}' {option} names QOS {defined}: {', '.join(unknown)}"
+                )
+    for account in accounts:
+        unknown = sorted(set(_qos_names(account.get("qos"))) - known)
+        if unknown:
+            problems.append(f"slurm_accounts '{account.get('name')}' names QOS {defined}: {', '.join(unknown)}")
+    if "slurm_preemption_tiers" in qos and accounting != "accounting_storage/slurmdbd":
+        problems.append(
+            "slurm_preemption needs Slurm accounting (its QOS live in slurmdbd), but slurm_config sets "
+            f"AccountingStorageType={accounting}"
+        )
     return problems
 
 

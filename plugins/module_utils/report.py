@@ -16,7 +16,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
 NODE_SECTIONS = ("gpu", "slurm", "rdma", "nccl", "network")
-CLUSTER_SECTIONS = ("consistency", "ceph", "nccl_across", "collective", "training")
+CLUSTER_SECTIONS = ("consistency", "scheduler", "ceph", "nccl_across", "collective", "training")
 TITLES = {
     "gpu": "GPU health",
     "slurm": "Slurm",
@@ -24,6 +24,7 @@ TITLES = {
     "nccl": "NCCL (in node)",
     "network": "Network",
     "consistency": "Versions",
+    "scheduler": "Slurm scheduler",
     "ceph": "Ceph",
     "nccl_across": "NCCL (across nodes)",
     "collective": "Collectives and scaling",
@@ -42,6 +43,8 @@ NEXT_STEPS = {
     "rerun `--tags network`.",
     "consistency": "Bring the odd node to the pinned version with a tagged run, e.g. "
     "`--tags nvidia_driver --limit NODE`.",
+    "scheduler": "On the controller: `scontrol show config | grep -i preempt`, `sacctmgr show qos`; rerun "
+    "`--tags slurm` to write slurm.conf and the QOS tiers again.",
     "ceph": "On a monitor host: `ceph health detail`, `ceph osd tree`; on the storage node: "
     "`systemctl status ceph-osd@N`, `journalctl -u ceph-osd@N`.",
     "nccl_across": "Compare each node's own nccl-tests run and the network matrix: one slow node or link slows "

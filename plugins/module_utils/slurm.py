@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, warned
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, not_applicable, passed, warned
 
 
 class SlurmParseError(ValueError):
@@ -35,6 +35,58 @@ def _kv(options: Mapping[str, Any]) -> list[str]:
     return [f"{key}={value}" for key, value in sorted(options.items())]
 
 
+def slurm_seconds(text: Any) -> int | None:
+    """A Slurm time ("90" minutes, "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS", or whole seconds as an
+    int) -> seconds; None for empty or UNLIMITED. Raises ValueError for anything else."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    text = str(text).strip()
+    if text in ("", "UNLIMITED", "INFINITE"):
+        return None
+    days, clock = text.rpartition("-")[::2]
+    parts = [int(part) for part in clock.split(":")]  # ValueError on anything but digits
+    if days:
+        parts = (parts + [0, 0])[:3]  # D-HH, D-HH:MM
+        return int(days) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    if len(parts) == 1:
+        return parts[0] * 60  # plain minutes
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]
+    if len(parts) == 3:
+        return parts[0] * 3600 + parts[1] * 60 + parts[2]
+    raise ValueError(f"not a Slurm time: {text!r}")
+
+
+def _names(value: Any) -> str:
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    return ",".join(sorted(str(item).strip() for item in items if str(item).strip()))
+
+
+# A QOS entry's keys: the sacctmgr option that sets it, the `sacctmgr show qos` field that reads it back, and
+# how both sides are compared (sacctmgr shows times as [D-]HH:MM:SS and modes in its own case).
+QOS_KEYS = {
+    "priority": ("Priority", "Priority", str),
+    "preempt": ("Preempt", "Preempt", _names),
+    "preempt_mode": ("PreemptMode", "PreemptMode", lambda v: str(v).lower()),
+    "grace_time": ("GraceTime", "GraceTime", slurm_seconds),
+    "max_wall": ("MaxWall", "MaxWall", slurm_seconds),
+    "max_tres_per_user": ("MaxTRESPerUser", "MaxTRESPU", _names),
+}
+QOS_FIELDS = ["Name"] + [shown_as for _option, shown_as, _same in QOS_KEYS.values()]
+
+
+def _qos_changes(wanted: Mapping[str, Any], shown: Mapping[str, str] | None) -> dict[str, str]:
+    """sacctmgr options that make a QOS as `wanted` (only the keys it gives); shown None: it does not exist."""
+    changes = {}
+    for key, (option, field, same) in QOS_KEYS.items():
+        if key not in wanted:
+            continue
+        value = _names(wanted[key]) if key == "preempt" else wanted[key]
+        if shown is None or same(shown.get(field, "")) != same(value):
+            changes[option] = value  # Preempt= (empty) clears the list
+    return changes
+
+
 def plan(
     cluster: str,
     clusters: list[str],
@@ -42,21 +94,39 @@ def plan(
     qos: list[dict[str, Any]],
     existing_accounts: list[dict[str, str]],
     existing_users: list[dict[str, str]],
-    existing_qos: list[str],
+    existing_qos: list[dict[str, str]],
+    root_qos: list[str] | None = None,
 ) -> list[list[str]]:
-    """sacctmgr argument lists (without `sacctmgr -i`) that add what is missing and fix fair-share values.
+    """sacctmgr argument lists (without `sacctmgr -i`) that add what is missing and fix what differs.
 
-    accounts: [{name, description, organization, fairshare, qos: [..], users: [..]}]; qos: [{name, priority}].
-    existing_accounts: rows {Account, Fairshare} of account associations (User empty) on the cluster;
-    existing_users: rows {Account, User} of user associations on the cluster.
+    accounts: [{name, description, organization, fairshare, qos: [..], users: [..]}];
+    qos: [{name, priority, preempt: [..], preempt_mode, grace_time, max_wall, max_tres_per_user}];
+    existing_accounts: rows {Account, Fairshare, QOS} of account associations (User empty) on the cluster;
+    existing_users: rows {Account, User} of user associations on the cluster; existing_qos: rows QOS_FIELDS;
+    root_qos: QOS the cluster's root association (and so every account that names none of its own) may use.
     """
     commands: list[list[str]] = []
     if cluster not in clusters:
         commands.append(["add", "cluster", cluster])
+    have_qos = {row["Name"]: row for row in existing_qos}
     for q in qos:
-        if q["name"] not in existing_qos:
-            commands.append(["add", "qos", q["name"], *_kv({"Priority": q.get("priority", 0)})])
+        if q["name"] not in have_qos:
+            settings = _qos_changes({"priority": 0, **q}, None)
+            settings.pop("Preempt", None)  # set below: a QOS may only preempt QOS that exist
+            commands.append(["add", "qos", q["name"], *_kv(settings)])
+    for q in qos:
+        # A QOS added above has every setting but Preempt already.
+        shown = have_qos.get(q["name"], {"Preempt": ""})
+        changes = _qos_changes(q if q["name"] in have_qos else {"preempt": q.get("preempt", [])}, shown)
+        if changes:
+            commands.append(["modify", "qos", "where", f"Name={q['name']}", "set", *_kv(changes)])
     have_accounts = {row["Account"]: row for row in existing_accounts}
+    root = have_accounts.get("root", {})
+    missing = [name for name in root_qos or [] if name not in _names(root.get("QOS", "")).split(",")]
+    if missing:
+        commands.append(
+            ["modify", "account", "where", "Name=root", f"Cluster={cluster}", "set", f"QOS+={','.join(missing)}"]
+        )
     have_users = {(row["Account"], row["User"]) for row in existing_users}
     for account in accounts:
         name = account["name"]
@@ -159,6 +229,20 @@ def usable_hosts(run: Callable[[list[str]], tuple[int, str, str]], hosts: list[s
     return [h for h in hosts if h not in why], note if why else None
 
 
+# Job states that do not change again by themselves (REQUEUED and the rest go back to PENDING or RUNNING).
+JOB_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
+             "DEADLINE"}  # fmt: skip
+
+
+def job_end(line: str) -> tuple[str, str] | None:
+    """`scontrol -o show job ID` -> (JobState, ExitCode "status:signal") once the job has ended, else None."""
+    fields = dict(word.split("=", 1) for word in line.split() if "=" in word)
+    if "JobState" not in fields:
+        raise SlurmParseError(f"no JobState= in scontrol output: {line[:200]!r}")
+    state = fields["JobState"]
+    return (state, fields.get("ExitCode", "?")) if state in JOB_ENDED else None
+
+
 # States in which slurmctld has given the node up: it starts nothing there until slurmd answers again.
 LOST = {"DOWN", "FAIL"}
 
@@ -238,4 +322,73 @@ def node_health(node: str, slurmd: str, shown: tuple[int, str], unmunged: tuple[
             )
         else:
             records.append(passed("slurm.node", f"slurmctld reports {node} {state}{because}"))
+    return records
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """`scontrol show config` ("PreemptType             = preempt/qos" lines) -> {key: value}."""
+    pairs = (line.split("=", 1) for line in text.splitlines() if " = " in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def _tier_words(row: Mapping[str, str], preempted_by: list[str]) -> str:
+    words = [f"priority {row.get('Priority') or 0}"]
+    mode = (row.get("PreemptMode") or "cluster").lower()
+    if preempted_by:
+        grace = slurm_seconds(row.get("GraceTime", "")) or 0
+        words.append(
+            f"preempted by {', '.join(preempted_by)} ({mode if mode != 'cluster' else 'cluster mode'}, {grace} s grace)"
+        )
+    if row.get("MaxWall"):
+        words.append(f"at most {row['MaxWall']}")
+    return f"{row['Name']}: {', '.join(words)}"
+
+
+def scheduler_health(
+    shown: tuple[int, str], qos_rows: list[dict[str, str]], preemption: bool, tiers: list[str]
+) -> list[Check]:
+    """The controller's scheduling setup: `scontrol show config` (rc, output), the QOS as `sacctmgr show qos`
+    lists them (QOS_FIELDS rows), whether the inventory asks for preemption, and the tiers it names (empty:
+    every QOS accounting has is shown, none required)."""
+    rc, out = shown
+    if rc != 0:
+        message = f"scontrol show config failed ({out.strip()[:200]}): is slurmctld running on the controller?"
+        return [failed("slurm.preemption", message, code="SLURM_CTLD_UNREACHABLE")]
+    config = parse_config(out)
+    kind, mode = config.get("PreemptType", "preempt/none"), config.get("PreemptMode", "OFF")
+    if not preemption:
+        if kind == "preempt/none":
+            return [not_applicable("slurm.preemption", "preemption is off (slurm_preemption: false)")]
+        return [passed("slurm.preemption", f"PreemptType={kind}, PreemptMode={mode}, set outside gpulab's preset")]
+    if kind != "preempt/qos":
+        return [
+            failed(
+                "slurm.preemption",
+                f"the inventory asks for preemption by QOS (slurm_preemption) but slurmctld runs PreemptType={kind}: "
+                "rerun --tags slurm (it restarts slurmctld with the new slurm.conf)",
+                code="SLURM_PREEMPTION_OFF",
+            )
+        ]
+    records = [passed("slurm.preemption", f"PreemptType={kind}, PreemptMode={mode}", value=mode)]
+    by_name = {row["Name"]: row for row in qos_rows}
+    missing = [name for name in tiers if name not in by_name]
+    tiers = tiers or list(by_name)
+    if missing:
+        records.append(
+            failed(
+                "slurm.qos",
+                f"QOS tier(s) {', '.join(missing)} missing from Slurm accounting (sacctmgr show qos): jobs asking "
+                "for them are refused; rerun --tags slurm",
+                code="SLURM_QOS_MISSING",
+            )
+        )
+        return records
+    preempted_by = {name: [n for n in tiers if name in by_name[n].get("Preempt", "").split(",")] for name in tiers}
+    records.append(
+        passed(
+            "slurm.qos",
+            "; ".join(_tier_words(by_name[name], preempted_by[name]) for name in tiers),
+            value=[dict(by_name[name], PreemptedBy=",".join(preempted_by[name])) for name in tiers],
+        )
+    )
     return records

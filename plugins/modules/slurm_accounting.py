@@ -25,9 +25,19 @@ options:
     elements: dict
     default: []
   qos:
-    description: Quality-of-service levels, each C({name, priority}).
+    description:
+      - Quality-of-service levels, each C({name, priority, preempt, preempt_mode, grace_time, max_wall,
+        max_tres_per_user}); only the keys an entry gives are set, and changed where C(sacctmgr) shows otherwise.
+      - C(preempt) lists the QOS this one may preempt; C(grace_time) is in seconds; C(max_wall) a Slurm time.
     type: list
     elements: dict
+    default: []
+  root_qos:
+    description:
+      - QOS added to the cluster's root association, so that every account that names no QOS list of its own,
+        and root, may submit in them (the preemption tiers).
+    type: list
+    elements: str
     default: []
 attributes:
   check_mode:
@@ -46,6 +56,14 @@ EXAMPLES = r"""
     accounts:
       - {name: vision, fairshare: 1, users: [alice]}
       - {name: nlp, fairshare: 1, users: [bob]}
+
+- name: Preemption tiers every account may use
+  gpulab.cluster.slurm_accounting:
+    cluster: gpulab
+    qos:
+      - {name: scavenger, priority: 0, preempt_mode: requeue, grace_time: 120}
+      - {name: interactive, priority: 1000, preempt: [scavenger], max_wall: "04:00:00"}
+    root_qos: [scavenger, interactive]
 """
 
 RETURN = r"""
@@ -68,6 +86,7 @@ def main() -> None:
             cluster=dict(type="str", required=True),
             accounts=dict(type="list", elements="dict", default=[]),
             qos=dict(type="list", elements="dict", default=[]),
+            root_qos=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -87,21 +106,25 @@ def main() -> None:
     try:
         clusters = [r["Cluster"] for r in slurm.parse_parsable(show("cluster", "format=Cluster"), ["Cluster"])]
         assoc = slurm.parse_parsable(
-            show("association", f"cluster={p['cluster']}", "format=Account,User,Fairshare"),
-            ["Account", "User", "Fairshare"],
+            show("association", f"cluster={p['cluster']}", "format=Account,User,Fairshare,QOS"),
+            ["Account", "User", "Fairshare", "QOS"],
         )
-        qos = [r["Name"] for r in slurm.parse_parsable(show("qos", "format=Name"), ["Name"])]
+        qos = slurm.parse_parsable(show("qos", "format=" + ",".join(slurm.QOS_FIELDS)), slurm.QOS_FIELDS)
     except slurm.SlurmParseError as exc:
         module.fail_json(msg=f"could not read sacctmgr output: {exc}")
-    commands = slurm.plan(
-        p["cluster"],
-        clusters,
-        p["accounts"],
-        p["qos"],
-        [row for row in assoc if not row["User"]],
-        [row for row in assoc if row["User"]],
-        qos,
-    )
+    try:
+        commands = slurm.plan(
+            p["cluster"],
+            clusters,
+            p["accounts"],
+            p["qos"],
+            [row for row in assoc if not row["User"]],
+            [row for row in assoc if row["User"]],
+            qos,
+            p["root_qos"],
+        )
+    except ValueError as exc:
+        module.fail_json(msg=f"qos: {exc}")
     if not module.check_mode:
         for command in commands:
             rc, out, err = module.run_command([sacctmgr, "-i", *command])

@@ -18,6 +18,23 @@ SCENARIO = Path(__file__).resolve().parents[1]
         ({"gpulab_gpu_count": 0}, "slurm-gpu1: gpulab_gpu_count must be a whole number of at least 1, got 0"),
         ({"slurm_munge_key_source": "vault"}, "slurm_munge_key is empty while slurm_munge_key_source is 'vault'"),
         ({"slurm_munge_key_source": "keyring"}, "slurm_munge_key_source"),
+        (
+            {
+                "slurm_preemption": True,
+                "slurm_partitions": [{"name": "gpu", "options": {"AllowQos": "normal,express"}}],
+            },
+            "slurm_partitions 'gpu' AllowQos names QOS not defined in slurm_qos, slurm_preemption_tiers "
+            "(or Slurm's normal): express",
+        ),
+        (
+            {"slurm_preemption": True, "slurm_preemption_tiers": [{"name": "scavenger", "grace_time": "2m"}]},
+            "slurm_preemption_tiers[0] 'scavenger': grace_time must be a whole number of seconds, got '2m'",
+        ),
+        (
+            {"slurm_preemption": True, "slurm_config": {"AccountingStorageType": "accounting_storage/none"}},
+            "slurm_preemption needs Slurm accounting (its QOS live in slurmdbd), but slurm_config sets "
+            "AccountingStorageType=accounting_storage/none",
+        ),
     ],
 )
 def test_bad_input_is_refused(ansible_playbook, extra_vars, expected):

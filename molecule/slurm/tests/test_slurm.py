@@ -28,6 +28,13 @@ def test_both_compute_nodes_idle_in_gpu_partition(ctl):
     assert ctl.check_output("scontrol show partition gpu").count("Default=YES") == 1
 
 
+def test_without_the_preset_nothing_preempts(ctl):
+    # slurm_preemption is off here: slurm.conf as before the preset, and only Slurm's own QOS.
+    assert "Preempt" not in ctl.file("/etc/slurm/slurm.conf").content_string
+    assert ctl.check_output("scontrol show config | awk '$1 == \"PreemptType\" {print $3}'") == "preempt/none"
+    assert ctl.check_output("sacctmgr -n -P show qos format=Name") == "normal"
+
+
 def test_srun_on_two_nodes(ctl):
     out = as_user(ctl, "alice", "srun -N2 -t 1 hostname")
     assert sorted(out.split()) == list(COMPUTE)

@@ -62,3 +62,45 @@ def test_each_owner_drains_under_its_own_prefix_and_leaves_the_others():
     assert "gpulab: validate:" not in other_drain_prefixes("validate")
     with pytest.raises(AnsibleFilterError, match="unknown owner 'backup', known: node_check, validate"):
         drain_prefix("backup")
+
+
+TIERS = [
+    {"name": "scavenger", "priority": 0, "preempt_mode": "requeue", "grace_time": 120},
+    {"name": "interactive", "priority": 1000, "preempt": ["scavenger"], "max_wall": "04:00:00"},
+]
+
+
+def test_the_preemption_tiers_and_partitions_that_name_them_pass():
+    partitions = [{"name": "gpu", "default": True, "options": {"AllowQos": "normal,scavenger,interactive"}}]
+    accounts = [{"name": "vision", "qos": ["normal", "scavenger"]}]
+    qos = {"slurm_qos": [], "slurm_preemption_tiers": TIERS}
+    assert slurm_problems(HOSTVARS, GROUPS, "mgmt1", partitions, "generate", "", qos=qos, accounts=accounts) == []
+
+
+def test_bad_qos_input_is_named():
+    tiers = [dict(TIERS[0], grace_time="2m"), dict(TIERS[1], preempt=["scavenger", "batch"], max_wall="4h")]
+    partitions = [{"name": "gpu", "default": True, "options": {"QOS": "express"}}]
+    accounts = [{"name": "vision", "qos": ["normal", "long"]}]
+    qos = {"slurm_qos": [{"name": "scavenger"}], "slurm_preemption_tiers": tiers}
+    problems = slurm_problems(
+        HOSTVARS,
+        GROUPS,
+        "mgmt1",
+        partitions,
+        "generate",
+        "",
+        qos=qos,
+        accounts=accounts,
+        accounting="accounting_storage/none",
+    )
+    assert problems == [
+        "slurm_preemption_tiers[0] 'scavenger': grace_time must be a whole number of seconds, got '2m'",
+        "slurm_preemption_tiers[1] 'interactive': max_wall must be a Slurm time like 04:00:00 or 1-00:00:00, got '4h'",
+        "slurm_preemption_tiers[1] 'interactive': preempt names QOS that are not defined: batch",
+        "QOS defined twice (in slurm_qos and slurm_preemption_tiers): scavenger",
+        "slurm_partitions 'gpu' QOS names QOS not defined in slurm_qos, slurm_preemption_tiers (or Slurm's normal): "
+        "express",
+        "slurm_accounts 'vision' names QOS not defined in slurm_qos, slurm_preemption_tiers (or Slurm's normal): long",
+        "slurm_preemption needs Slurm accounting (its QOS live in slurmdbd), but slurm_config sets "
+        "AccountingStorageType=accounting_storage/none",
+    ]

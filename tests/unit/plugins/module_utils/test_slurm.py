@@ -6,20 +6,34 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 
-# `sacctmgr -n -P show association cluster=gpulab format=Account,User,Fairshare` on Slurm 22.05:
+# `sacctmgr -n -P show association cluster=gpulab format=Account,User,Fairshare,QOS` on Slurm 22.05:
 # the root account, root's own association, then each account and its users.
-ASSOC = "root||1\nroot|root|1\nvision||1\nvision|alice|1\n"
+ASSOC = "root||1|normal\nroot|root|1|normal\nvision||1|normal\nvision|alice|1|normal\n"
+FIELDS = ["Account", "User", "Fairshare", "QOS"]
+# `sacctmgr -n -P show qos format=Name,Priority,Preempt,PreemptMode,GraceTime,MaxWall,MaxTRESPU` on 22.05,
+# once the lab's preemption tiers were in.
+QOS = (
+    "normal|100|scavenger|cluster|00:00:00||\n"
+    "scavenger|0||requeue|00:02:00||\n"
+    "interactive|1000|scavenger|cluster|00:00:00|04:00:00|\n"
+)
+TIERS = [
+    {"name": "scavenger", "priority": 0, "preempt_mode": "requeue", "grace_time": 120},
+    {"name": "normal", "priority": 100, "preempt": ["scavenger"]},
+    {"name": "interactive", "priority": 1000, "preempt": ["scavenger"], "max_wall": "04:00:00"},
+]
+NORMAL = [{"Name": "normal", "Priority": "0", "Preempt": "", "PreemptMode": "cluster", "GraceTime": "00:00:00"}]
 
 
 def test_parse_parsable():
-    rows = slurm.parse_parsable(ASSOC, ["Account", "User", "Fairshare"])
-    assert rows[3] == {"Account": "vision", "User": "alice", "Fairshare": "1"}
+    rows = slurm.parse_parsable(ASSOC, FIELDS)
+    assert rows[3] == {"Account": "vision", "User": "alice", "Fairshare": "1", "QOS": "normal"}
     with pytest.raises(slurm.SlurmParseError, match="expected 3 fields"):
         slurm.parse_parsable("sacctmgr: error: Problem talking to the database\n", ["Account", "User", "Fairshare"])
 
 
 def test_plan_adds_only_what_is_missing():
-    rows = slurm.parse_parsable(ASSOC, ["Account", "User", "Fairshare"])
+    rows = slurm.parse_parsable(ASSOC, FIELDS)
     accounts = [
         {"name": "vision", "fairshare": 1, "users": ["alice", "carol"]},
         {"name": "nlp", "fairshare": 2, "description": "language", "qos": ["normal", "long"], "users": ["bob"]},
@@ -31,7 +45,7 @@ def test_plan_adds_only_what_is_missing():
         [{"name": "long", "priority": 10}, {"name": "normal"}],
         [r for r in rows if not r["User"]],
         [r for r in rows if r["User"]],
-        ["normal"],
+        NORMAL,
     )
     assert commands == [
         ["add", "qos", "long", "Priority=10"],
@@ -55,10 +69,58 @@ def test_plan_registers_the_cluster_and_fixes_fairshare():
 
 
 def test_plan_is_empty_when_everything_is_there():
-    rows = slurm.parse_parsable(ASSOC, ["Account", "User", "Fairshare"])
+    rows = slurm.parse_parsable(ASSOC, FIELDS)
     accounts = [{"name": "vision", "fairshare": 1, "users": ["alice"]}]
     existing = ([r for r in rows if not r["User"]], [r for r in rows if r["User"]], [])
     assert slurm.plan("gpulab", ["gpulab"], accounts, [], *existing) == []
+
+
+def test_preemption_tiers_are_added_then_made_to_preempt_and_opened_to_every_account():
+    rows = slurm.parse_parsable(ASSOC, FIELDS)
+    commands = slurm.plan(
+        "gpulab",
+        ["gpulab"],
+        [],
+        TIERS,
+        [r for r in rows if not r["User"]],
+        [],
+        NORMAL,
+        ["scavenger", "normal", "interactive"],
+    )
+    assert commands == [
+        ["add", "qos", "scavenger", "GraceTime=120", "PreemptMode=requeue", "Priority=0"],
+        ["add", "qos", "interactive", "MaxWall=04:00:00", "Priority=1000"],
+        ["modify", "qos", "where", "Name=normal", "set", "Preempt=scavenger", "Priority=100"],
+        ["modify", "qos", "where", "Name=interactive", "set", "Preempt=scavenger"],
+        ["modify", "account", "where", "Name=root", "Cluster=gpulab", "set", "QOS+=scavenger,interactive"],
+    ]  # fmt: skip
+
+
+def test_tiers_as_sacctmgr_shows_them_need_nothing_and_a_changed_grace_time_is_set():
+    shown = slurm.parse_parsable(QOS, slurm.QOS_FIELDS)
+    root = [{"Account": "root", "User": "", "Fairshare": "1", "QOS": "interactive,normal,scavenger"}]
+    names = [t["name"] for t in TIERS]
+    assert slurm.plan("gpulab", ["gpulab"], [], TIERS, root, [], shown, names) == []
+    longer = [dict(TIERS[0], grace_time=300), dict(TIERS[2], preempt=[], max_wall="1-00:00:00")]
+    assert slurm.plan("gpulab", ["gpulab"], [], longer, root, [], shown, names) == [
+        ["modify", "qos", "where", "Name=scavenger", "set", "GraceTime=300"],
+        ["modify", "qos", "where", "Name=interactive", "set", "MaxWall=1-00:00:00", "Preempt="],
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("", None), ("UNLIMITED", None), ("90", 5400), ("02:30", 150), ("04:00:00", 14400), ("1-00:00:00", 86400),
+     ("2-12", 216000), ("1-02:03", 93780), (120, 120)],
+)  # fmt: skip
+def test_slurm_seconds(text, seconds):
+    assert slurm.slurm_seconds(text) == seconds
+
+
+def test_slurm_seconds_refuses_what_is_not_a_time():
+    for text in ("2m", "1:2:3:4", "soon"):
+        with pytest.raises(ValueError):
+            slurm.slurm_seconds(text)
 
 
 # `scontrol -o show node` lines from Slurm 22.05 (shortened in the middle).
@@ -183,3 +245,48 @@ def test_an_unknown_node_and_an_unreachable_controller_are_told_apart():
     assert slurm.node_health("gpu1", "active", (124, ""), None)[-1].message.startswith(
         "asking slurmctld about gpu1 did not answer in 30 s"
     )
+
+
+CONFIG = (FIXTURES / "scontrol-show-config-preempt.txt").read_text()
+
+
+def test_parse_config_reads_the_preemption_settings():
+    config = slurm.parse_config(CONFIG)
+    assert (config["PreemptType"], config["PreemptMode"], config["AuthInfo"]) == (
+        "preempt/qos",
+        "REQUEUE",
+        "cred_expire=20",
+    )
+
+
+def test_scheduler_health_lists_each_tier_with_who_preempts_it():
+    rows = slurm.parse_parsable(QOS, slurm.QOS_FIELDS)
+    records = slurm.scheduler_health((0, CONFIG), rows, True, ["scavenger", "normal", "interactive"])
+    assert [(r.check, r.status) for r in records] == [("slurm.preemption", "pass"), ("slurm.qos", "pass")]
+    assert records[0].message == "PreemptType=preempt/qos, PreemptMode=REQUEUE"
+    assert records[1].message == (
+        "scavenger: priority 0, preempted by normal, interactive (requeue, 120 s grace); normal: priority 100; "
+        "interactive: priority 1000, at most 04:00:00"
+    )
+
+
+def test_scheduler_health_fails_where_slurm_does_not_do_what_the_inventory_asks():
+    off = CONFIG.replace("preempt/qos", "preempt/none").replace("= REQUEUE", "= OFF")
+    rows = slurm.parse_parsable(QOS, slurm.QOS_FIELDS)
+    (record,) = slurm.scheduler_health((0, off), rows, True, [])
+    assert (record.status, record.code) == ("fail", "SLURM_PREEMPTION_OFF")
+    assert "slurmctld runs PreemptType=preempt/none" in record.message
+    records = slurm.scheduler_health((0, CONFIG), rows[:1], True, ["normal", "scavenger"])
+    assert (records[1].status, records[1].code) == ("fail", "SLURM_QOS_MISSING")
+    assert records[1].message.startswith("QOS tier(s) scavenger missing from Slurm accounting")
+    (record,) = slurm.scheduler_health(
+        (1, "slurm_load_ctl_conf error: Unable to contact slurm controller"), [], True, []
+    )
+    assert (record.status, record.code) == ("fail", "SLURM_CTLD_UNREACHABLE")
+
+
+def test_scheduler_health_with_preemption_off_does_not_apply():
+    off = CONFIG.replace("preempt/qos", "preempt/none")
+    assert [(r.status, r.message) for r in slurm.scheduler_health((0, off), [], False, [])] == [
+        ("n/a", "preemption is off (slurm_preemption: false)")
+    ]

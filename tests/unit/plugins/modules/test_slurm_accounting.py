@@ -2,8 +2,8 @@ from ansible_collections.gpulab.cluster.plugins.modules import slurm_accounting
 
 SHOW = {
     "cluster": "gpulab\n",
-    "association": "root||1\nroot|root|1\n",
-    "qos": "normal\n",
+    "association": "root||1|normal\nroot|root|1|normal\n",
+    "qos": "normal|0||cluster|00:00:00||\n",
 }
 
 

@@ -3,7 +3,7 @@ from unittest import mock
 
 from ansible.module_utils import basic
 
-from ansible_collections.gpulab.cluster.plugins.modules import ceph_health, slurm_health
+from ansible_collections.gpulab.cluster.plugins.modules import ceph_health, slurm_health, slurm_scheduler
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 GPU1 = (FIXTURES / "slurm" / "scontrol-show-node.txt").read_text().splitlines()[0]
@@ -57,3 +57,26 @@ def test_ceph_health_reads_health_and_osds_and_fails_when_the_monitors_do_not_an
         result, failed = run_module(ceph_health.main, {"fail_on": "never", "timeout": 5}, run_command=hung)
     assert not failed and result["checks"][0]["code"] == "CEPH_UNREACHABLE"
     assert result["checks"][0]["message"].startswith("ceph health detail did not answer in 5 s")
+
+
+CONFIG = (FIXTURES / "slurm" / "scontrol-show-config-preempt.txt").read_text()
+QOS = "normal|100|scavenger|cluster|00:00:00||\nscavenger|0||requeue|00:02:00||\n"
+
+
+def test_slurm_scheduler_reads_the_config_and_the_qos_under_a_deadline(run_module):
+    run, seen = answers({("scontrol",): (0, CONFIG, ""), ("sacctmgr",): (0, QOS, "")})
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", return_value="/usr/bin/scontrol"):
+        result, failed = run_module(slurm_scheduler.main, {"preemption": True, "tiers": ["scavenger"]}, run_command=run)
+    assert not failed and result["status"] == "pass" and not result["changed"]
+    assert [call[0][:3] for call in seen] == [["scontrol", "show", "config"], ["sacctmgr", "-n", "-P"]]
+    assert [c["check"] for c in result["checks"]] == ["slurm.preemption", "slurm.qos"]
+
+
+def test_slurm_scheduler_names_slurmdbd_when_accounting_does_not_answer(run_module):
+    run = answers(
+        {("scontrol",): (0, CONFIG, ""), ("sacctmgr",): (1, "", "sacctmgr: error: Problem talking to the database")}
+    )[0]
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", return_value="/usr/bin/scontrol"):
+        result, failed = run_module(slurm_scheduler.main, {"preemption": True}, run_command=run)
+    assert failed and result["checks"][0]["code"] == "SLURM_DBD_UNREACHABLE"
+    assert "Problem talking to the database" in result["checks"][0]["message"]

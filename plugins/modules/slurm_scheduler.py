@@ -1,0 +1,92 @@
+#!/usr/bin/python
+"""Check the Slurm controller's scheduling setup: preemption as slurmctld runs it, and the QOS tiers in accounting."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: slurm_scheduler
+short_description: Check that slurmctld preempts as the inventory asks and that its QOS tiers are in accounting
+description:
+  - Run it on the Slurm controller. Records C(slurm.preemption) (C(PreemptType) and C(PreemptMode) from
+    C(scontrol show config)) and, with I(preemption), C(slurm.qos) (each tier as C(sacctmgr show qos) has it - priority,
+    which tiers preempt it, its mode and grace time, its wall-time cap).
+  - Without I(preemption) and with preemption off in slurmctld, C(slurm.preemption) does not apply (C(n/a)).
+    With I(preemption), a controller that does not preempt by QOS fails (C(SLURM_PREEMPTION_OFF)), as does a
+    tier of I(tiers) missing from accounting (C(SLURM_QOS_MISSING)).
+  - Where Slurm is not installed (no C(scontrol)), the record is C(unavailable).
+version_added: 0.1.0
+author: gpulab developers (@gpulab)
+options:
+  preemption:
+    description: The inventory asks for preemption by QOS (the slurm role's C(slurm_preemption)).
+    type: bool
+    default: false
+  tiers:
+    description: QOS tiers that must be in accounting (the names of C(slurm_preemption_tiers) where the inventory sets
+      them); empty - every QOS accounting has is shown, none is required.
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - gpulab.cluster.checks
+  - gpulab.cluster.read_only
+"""
+
+EXAMPLES = r"""
+- name: Check preemption and its QOS tiers
+  gpulab.cluster.slurm_scheduler:
+    preemption: true
+    tiers: [scavenger, normal, interactive]
+  delegate_to: mgmt1
+  run_once: true
+"""
+
+RETURN = r"""
+status:
+  description: Worst status among the checks.
+  returned: always
+  type: str
+checks:
+  description:
+    - Records C(slurm.preemption) and, with I(preemption), C(slurm.qos) (its value - the tiers as sacctmgr shows them).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+
+ARGUMENT_SPEC = dict(preemption=dict(type="bool", default=False), tiers=dict(type="list", elements="str", default=[]))
+TIMEOUT = ["timeout", "30"]  # a hung slurmctld or slurmdbd is a finding, not a wait
+
+
+def main() -> None:
+    module = start(ARGUMENT_SPEC, lambda p: None)
+    p = module.params
+    if not module.get_bin_path("scontrol"):
+        exit_with_records(
+            module, [unavailable("slurm.preemption", "scontrol is not installed: the slurm role is not applied")]
+        )
+    rc, out, err = module.run_command([*TIMEOUT, "scontrol", "show", "config"])
+    rows = []
+    if p["preemption"] and rc == 0:
+        qrc, qout, qerr = module.run_command(
+            [*TIMEOUT, "sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(slurm.QOS_FIELDS)]
+        )
+        try:
+            rows = slurm.parse_parsable(qout, slurm.QOS_FIELDS) if qrc == 0 else None
+        except slurm.SlurmParseError as exc:
+            rows, qerr = None, str(exc)
+        if rows is None:
+            message = f"sacctmgr show qos failed ({(qerr or qout).strip()[:200]}): is slurmdbd running?"
+            exit_with_records(module, [failed("slurm.qos", message, code="SLURM_DBD_UNREACHABLE")])
+    exit_with_records(
+        module, slurm.scheduler_health((rc, out if rc == 0 else err or out), rows, p["preemption"], p["tiers"])
+    )
+
+
+if __name__ == "__main__":
+    main()
