@@ -58,7 +58,8 @@ options:
   timeout:
     description:
       - Seconds each job may take, queueing included; also the job's Slurm time limit (in whole minutes).
-      - A job not done by then fails the check (C(SMOKE_TIMEOUT)) and is cancelled (C(scancel --name=gpulab-smoke)).
+      - A job not done by then fails the check (C(SMOKE_TIMEOUT)) and is cancelled (C(scancel JOBID)). The job is
+        followed with C(scontrol show job) every second.
     type: int
     default: 900
 extends_documentation_fragment:
@@ -101,6 +102,7 @@ runs:
 
 import glob
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -108,7 +110,21 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import collective a
 from ansible_collections.gpulab.cluster.plugins.module_utils import training as tr
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, NOT_NEGATIVE, SHARE, start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
-from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import usable_hosts
+from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import job_end, usable_hosts
+
+
+def wait_for_job(module: AnsibleModule, job: str, seconds: float) -> tuple[str, str] | None:
+    """(state, exit code) once the job has ended, asking slurmctld every second; None past `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        rc, out, err = module.run_command(["scontrol", "-o", "show", "job", job])
+        if rc != 0:  # no longer in slurmctld's memory (MinJobAge): it ended, how is unknown here
+            return "GONE", (err or out).strip()[:200]
+        ended = job_end(out.strip())
+        if ended:
+            return ended
+        time.sleep(1)
+    return None
 
 
 def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | None]:
@@ -119,28 +135,34 @@ def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | No
     cmd = tr.submit_command(
         p["submit"], p["script"], hosts, output, p["target_accuracy"], p["max_epochs"], p["timeout"]
     )
-    rc, out, err = module.run_command(["timeout", str(p["timeout"]), *cmd])
+    name = tr.check_name(nodes)
+    rc, out, err = module.run_command(cmd)
     job = next((w for w in out.split() if w.isdigit()), None)
-    written = glob.glob(output.replace("%j", job)) if job else []
+    if rc != 0 or job is None:
+        return failed(
+            name, f"{os.path.basename(p['submit'])} exited {rc}: {(err or out).strip()[:300]}", code="SMOKE_FAILED"
+        ), None
+    ended = wait_for_job(module, job, p["timeout"])
+    written = glob.glob(output.replace("%j", job))
     text = ""
     for path in written:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text += handle.read()
     kept = f" (its output: {', '.join(written)})" if written else ""
-    name = tr.check_name(nodes)
-    if rc == 124:
-        # sbatch --wait was stopped, not the job: cancel it (queued or running), or it holds its nodes.
-        cancel_rc, _out, cancel_err = module.run_command(["scancel", f"--name={tr.JOB_NAME}", f"--user={os.getuid()}"])
+    if ended is None:
+        # Cancel it (queued or running), or it holds its nodes.
+        cancel_rc, _out, cancel_err = module.run_command(["scancel", job])
         cancelled = "; it was cancelled" if cancel_rc == 0 else f"; scancel failed: {cancel_err.strip()[:200]}"
         return failed(
             name,
-            f"the job did not finish in {p['timeout']} s (queued behind other jobs, or hung){cancelled}{kept}",
+            f"job {job} did not finish in {p['timeout']} s (queued behind other jobs, or hung){cancelled}{kept}",
             code="SMOKE_TIMEOUT",
         ), None
-    if rc != 0:
+    state, exit_code = ended
+    if state != "COMPLETED":
         return failed(
             name,
-            f"{os.path.basename(p['submit'])} exited {rc}: {cb.failure_summary(err + text)}{kept}",
+            f"job {job} ended {state} (exit code {exit_code}): {cb.failure_summary(text)}{kept}",
             code="SMOKE_FAILED",
         ), None
     try:

@@ -103,7 +103,6 @@ def test_the_job_runs_exactly_on_the_nodes_without_checkpoints():
         "--job-name=gpulab-smoke",
         "--time=15",
         "--output=/mnt/cephfs/x/o-%j.out",
-        "--wait",
         "--",
         "/opt/gpulab/jobs/train_digits.py",
         "--stop-at-target",
