@@ -16,6 +16,12 @@ print(json.dumps(answers))
 """
 
 
+# train_digits.py on 2 ranks: digits' 1437 training images, 719 per rank, in batches of 32.
+STEPS_PER_EPOCH = 23
+# The step a train_digits.py checkpoint holds (argv[1]), read with the training environment's torch.
+READ_STEP = "/opt/gpulab/train/bin/python -c 'import sys, torch; print(torch.load(sys.argv[1])[\"step\"])'"
+
+
 def on(node, command, timeout=60):
     return subprocess.run(
         ["docker", "exec", node, "sh", "-c", command], check=True, capture_output=True, text=True, timeout=timeout

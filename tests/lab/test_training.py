@@ -1,5 +1,5 @@
 """Training in the lab (torch on the CPU, gloo): the pinned environment on both compute nodes, the ddp
-template as real sbatch jobs across gpu1 and gpu2 (checkpoints on CephFS, a resume, staged data),
+template as real sbatch jobs across gpu1 and gpu2 (checkpoints on CephFS, a resume after SIGKILL, staged data),
 and the staging helper under two jobs at once. The digits smoke benchmark on 1 and 2 nodes is the
 validation run's own (gpulab-sbatch, the same template and script): test_validate_report reads its figures."""
 
@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import on
+from helpers import READ_STEP, STEPS_PER_EPOCH, on, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = "/mnt/cephfs/lab-training"  # job output and checkpoints of these tests, on CephFS
 DATASET = "digits-lab"
 STAGED = f"/var/tmp/gpulab/datasets/{DATASET}"
 CHECKPOINTS = "/mnt/cephfs/checkpoints/root/ddp-lab"  # the template's default: <checkpoints>/<user>/<job name>
+ZERO2_CHECKPOINTS = "/mnt/cephfs/checkpoints/root/zero2-lab"
+EPOCHS = 30
 EXPORT_DIGITS = (
     "import numpy as np, sys; from sklearn.datasets import load_digits; d = load_digits(); "
     "np.savez(sys.argv[1], x=d.data, y=d.target)"
@@ -26,16 +28,19 @@ EXPORT_DIGITS = (
 
 
 def submit(name, *args, env="", node="gpu1", job="ddp"):
-    """gpulab-sbatch on `node`, waiting for the job (sbatch --wait); -> (rc, job output, stderr)."""
-    command = f"cd {WORK} && {env} gpulab-sbatch {job} -J {name} --output {WORK}/{name}-%j.out --wait " + " ".join(
+    """gpulab-sbatch on `node`, then the job's end, asked every second (sbatch --wait asks at doubling intervals
+    up to 32 s); -> (rc: 0 when the job COMPLETED, job output, stderr)."""
+    command = f"cd {WORK} && {env} gpulab-sbatch {job} -J {name} --output {WORK}/{name}-%j.out " + " ".join(
         shlex.quote(a) for a in args
     )
-    run = subprocess.run(
-        ["docker", "exec", node, "sh", "-c", command], capture_output=True, text=True, timeout=600, check=False
-    )
+    run = subprocess.run(["docker", "exec", node, "sh", "-c", command], capture_output=True, text=True, check=False)
     job = re.search(r"Submitted batch job (\d+)", run.stdout)
-    output = on("gpu2", f"cat {WORK}/{name}-{job.group(1)}.out") if job else ""
-    return run.returncode, output, run.stderr
+    if not job:
+        return run.returncode or 1, "", run.stderr
+    assert wait_for(lambda: on(node, f"squeue -h -j {job.group(1)} 2>/dev/null || :") == "", 600, step=1)
+    state = re.search(r" JobState=(\S+) .* ExitCode=(\S+)", on(node, f"scontrol -o show job {job.group(1)}"))
+    output = on("gpu2", f"cat {WORK}/{name}-{job.group(1)}.out")
+    return (0 if state.group(1) == "COMPLETED" else 1), output, f"{run.stderr}{state.group(0)}"
 
 
 def result(output):
@@ -50,7 +55,8 @@ def losses(output):
 def shared():
     on(
         "gpu1",
-        f"rm -rf {WORK} {CHECKPOINTS} /mnt/cephfs/datasets/{DATASET} && mkdir -p {WORK} /mnt/cephfs/datasets/{DATASET}",
+        f"rm -rf {WORK} {CHECKPOINTS} {ZERO2_CHECKPOINTS} /mnt/cephfs/datasets/{DATASET} "
+        f"&& mkdir -p {WORK} /mnt/cephfs/datasets/{DATASET}",
     )
     on(
         "gpu1",
@@ -59,7 +65,7 @@ def shared():
     for node in ("gpu1", "gpu2"):
         on(node, f"rm -rf {STAGED} {STAGED}.gpulab-staged")
     yield
-    on("gpu1", f"rm -rf {WORK} {CHECKPOINTS} /mnt/cephfs/datasets/{DATASET}")
+    on("gpu1", f"rm -rf {WORK} {CHECKPOINTS} {ZERO2_CHECKPOINTS} /mnt/cephfs/datasets/{DATASET}")
 
 
 def test_the_environment_holds_the_pins_on_both_nodes():
@@ -80,38 +86,56 @@ def test_the_environment_holds_the_pins_on_both_nodes():
     }
 
 
-def test_a_two_node_ddp_job_trains_on_staged_data_checkpoints_and_resumes(shared):
-    rc, first, err = submit(
-        "ddp-lab", "-N2", "--", "/opt/gpulab/jobs/train_digits.py", "--epochs", "3", env=f"DATASET={DATASET}"
+def test_a_two_node_ddp_job_trains_on_staged_data_and_resumes_after_sigkill_from_its_last_whole_checkpoint(shared):
+    script = f"/opt/gpulab/jobs/train_digits.py --epochs {EPOCHS}"
+    submitted = on(
+        "gpu1",
+        f"cd {WORK} && DATASET={DATASET} gpulab-sbatch ddp -J ddp-lab -N2 --output {WORK}/ddp-lab-%j.out -- {script}",
     )
-    assert rc == 0, first + err
+    job = re.search(r"Submitted batch job (\d+)", submitted).group(1)
+
+    def output():
+        return on("gpu2", f"cat {WORK}/ddp-lab-{job}.out 2>/dev/null || :")
+
+    assert wait_for(lambda: len(losses(output())) >= 3, 120, step=1), output()
+    # SIGKILL to every worker at once, no grace (scancel would send SIGTERM first, as the job's steps end).
+    for node in ("gpu1", "gpu2"):
+        on(node, "pkill -KILL -f '/opt/gpulab/jobs/[t]rain_digits.py'")
+    assert wait_for(lambda: on("gpu1", f"squeue -h -j {job} 2>/dev/null || :") == "", 60, step=1)
+    first = output()
     assert "ranks 2 on nodes gpu1,gpu2 (cpu, gloo)" in first
-    falling = losses(first)
-    assert len(falling) == 3 and falling[0] > falling[1] > falling[2], first
+    falling = losses(first)[:3]
+    assert falling[0] > falling[1] > falling[2], first
     assert first.count(f"copied {DATASET} (1 files") == 2  # staged on each node
-    steps = int(re.findall(r"^checkpoint step (\d+) saved to " + CHECKPOINTS + "/latest.pt$", first, re.M)[-1])
-    assert on("gpu2", f"test -s {CHECKPOINTS}/latest.pt && echo present") == "present"
+    printed = int(re.findall(r"^checkpoint step (\d+) saved to " + CHECKPOINTS + "/latest.pt$", first, re.M)[-1])
+    # The last whole checkpoint: the one printed, or the next if the kill came between its rename and the print.
+    whole = int(on("gpu2", f"{READ_STEP} {CHECKPOINTS}/latest.pt").splitlines()[-1])
+    assert whole in (printed, printed + STEPS_PER_EPOCH), (whole, printed)
+    # What a save cut short by SIGKILL leaves: the next checkpoint half written, beside the whole one.
+    saved = f"{CHECKPOINTS}/latest.pt"
+    on("gpu1", f"head -c $(( $(stat -c %s {saved}) / 2 )) {saved} > {CHECKPOINTS}/latest.partial")
     staged = {
         node: on(node, f"stat -c %i {STAGED}/digits.npz; sha256sum < {STAGED}/digits.npz") for node in ("gpu1", "gpu2")
     }
     source = on("gpu1", f"sha256sum < /mnt/cephfs/datasets/{DATASET}/digits.npz")
     assert all(s.splitlines()[1] == source for s in staged.values())
 
-    # The same job name finds its checkpoints: the second job resumes at the first one's last step.
-    rc, second, err = submit(
-        "ddp-lab", "-N2", "--", "/opt/gpulab/jobs/train_digits.py", "--epochs", "5", env=f"DATASET={DATASET}"
-    )
+    # The same job name finds its checkpoints: the second job resumes at the last whole one and trains the rest.
+    rc, second, err = submit("ddp-lab", "-N2", "--", *script.split(), env=f"DATASET={DATASET}")
     assert rc == 0, second + err
-    assert f"resumed from step {steps} (epoch 3)" in second
-    assert result(second)["resumed_from_step"] == steps and result(second)["steps"] > steps
-    assert len(losses(second)) == 2  # epochs 4 and 5 only
+    done = whole // STEPS_PER_EPOCH
+    assert f"resumed from step {whole} (epoch {done} done, 0 batches into the next)" in second
+    figures = result(second)
+    assert figures["resumed_from_step"] == whole and figures["steps"] == EPOCHS * STEPS_PER_EPOCH
+    assert figures["trained_steps"] == EPOCHS * STEPS_PER_EPOCH - whole
+    assert len(losses(second)) == EPOCHS - done  # the epochs after the checkpoint only
     assert second.count(f"{DATASET} is current") == 2 and "copied" not in second  # not staged again
     assert {
         node: on(node, f"stat -c %i {STAGED}/digits.npz; sha256sum < {STAGED}/digits.npz") for node in staged
     } == staged
 
 
-def test_a_two_node_deepspeed_zero2_offload_job_compiles_nothing_at_job_time(shared):
+def test_a_two_node_deepspeed_zero2_offload_job_compiles_nothing_at_job_time_and_resumes(shared):
     on("gpu1", "rm -rf /root/.cache/torch_extensions")
     on("gpu2", "rm -rf /root/.cache/torch_extensions")
     rc, output, err = submit(
@@ -130,6 +154,18 @@ def test_a_two_node_deepspeed_zero2_offload_job_compiles_nothing_at_job_time(sha
     assert "ninja" not in output and "Building extension" not in output
     for node in ("gpu1", "gpu2"):
         assert on(node, "test -e /root/.cache/torch_extensions && echo compiled || echo none") == "none"
+
+    # Its checkpoints (DeepSpeed's format, every 20 steps): a later job of the same name goes on from step 40.
+    assert on("gpu2", f"cat {ZERO2_CHECKPOINTS}/latest") == "step40"
+    rc, output, err = submit(
+        "zero2-lab", "-N2", "--", "/opt/gpulab/jobs/train_zero2.py", "--steps", "60", job="deepspeed"
+    )
+    assert rc == 0, output + err
+    assert f"resumed from step 40 of {ZERO2_CHECKPOINTS}, restart 0" in output
+    figures = result(output)
+    assert (figures["resumed_from_step"], figures["trained_steps"], figures["steps"]) == (40, 20, 60), figures
+    assert on("gpu2", f"cat {ZERO2_CHECKPOINTS}/latest") == "step60"
+    assert on("gpu2", f"cd {ZERO2_CHECKPOINTS} && ls -d step*") == "step60"  # the older ones removed
 
 
 IMAGE = "/mnt/cephfs/images/gpulab-busybox"

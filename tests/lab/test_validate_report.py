@@ -144,3 +144,11 @@ def test_screenshot_shows_the_verdict_banner(report, browser, tmp_path):
     banner_rows(rows, report["verdict"])
     # Below the banner the page has content: many distinct colours (text, tables, charts).
     assert len({px for row in rows[400:1800:7] for px in row[::5]}) > 50
+
+
+def test_the_scheduler_section_shows_preemption_and_its_tiers(report):
+    checks = {c["check"]: c for c in report["cluster"]["scheduler"]["checks"]}
+    assert checks["slurm.preemption"]["message"] == "PreemptType=preempt/qos, PreemptMode=REQUEUE"
+    tiers = checks["slurm.qos"]["message"].split("; ")
+    assert "scavenger: priority 0, preempted by normal, interactive (requeue, 120 s grace)" in tiers
+    assert "interactive: priority 1000, at most 04:00:00" in tiers

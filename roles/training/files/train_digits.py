@@ -11,11 +11,18 @@ the options below). Rank 0 prints one line per epoch,
     epoch 3 step 69 loss 0.4123 accuracy 0.9361
 and at the end one line `GPULAB_RESULT {json}`. With --checkpoint-dir it saves after every epoch
 (latest.pt, replaced atomically) and a later run with the same directory resumes from it.
+
+Preemption: on SIGTERM (Slurm's notice to a preempted job, or the template's --signal before the time
+limit) the ranks agree to stop at the next check (one all-reduce of a stop flag every few steps), rank 0
+saves the step, the epoch and the batch within it, and every rank exits with 143. The requeued job resumes
+at that batch: no step is trained twice or skipped.
 """
 
 import argparse
+import itertools
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -46,6 +53,7 @@ def arguments():
     )
     parser.add_argument("--num-workers", type=int, default=int(env("GPULAB_NUM_WORKERS", "0")), help="per rank")
     parser.add_argument("--prefetch-factor", type=int, default=int(env("GPULAB_PREFETCH_FACTOR", "2")))
+    parser.add_argument("--stop-check-every", type=int, default=10, help="steps between checks for a stop signal")
     return parser.parse_args()
 
 
@@ -96,8 +104,37 @@ class Run:
             print(text)
 
 
+class ResumableSampler(DistributedSampler):
+    """DistributedSampler that can start an epoch part way: `skip` of this rank's samples already trained."""
+
+    skip = 0
+
+    def __iter__(self):
+        return itertools.islice(super().__iter__(), self.skip, None)
+
+    def __len__(self):
+        return super().__len__() - self.skip
+
+
+class StopFlag:
+    """Set by SIGTERM; `agreed` asks every rank (an all-reduce), so that all of them stop at the same step."""
+
+    def __init__(self, device):
+        self.local = False
+        self.flag = torch.zeros(1, device=device)
+        signal.signal(signal.SIGTERM, self._set)
+
+    def _set(self, *_):
+        self.local = True
+
+    def agreed(self):
+        self.flag.fill_(1.0 if self.local else 0.0)
+        dist.all_reduce(self.flag, op=dist.ReduceOp.MAX)
+        return bool(self.flag.item())
+
+
 def loader_for(train, args, run):
-    sampler = DistributedSampler(train, num_replicas=run.world, rank=run.rank, shuffle=True, seed=0)
+    sampler = ResumableSampler(train, num_replicas=run.world, rank=run.rank, shuffle=True, seed=0)
     loader = DataLoader(
         train,
         batch_size=args.batch_size,
@@ -111,29 +148,48 @@ def loader_for(train, args, run):
 
 
 def resume(saved, net, optimizer, run):
-    """(epoch, step, the step resumed from or None) from the latest checkpoint, if there is one."""
+    """(epoch, batch, step, the step resumed from or None) from the latest checkpoint, if there is one:
+    `epoch` epochs and `batch` batches of the next one are done."""
     if not (saved and saved.exists()):
-        return 0, 0, None
+        return 0, 0, 0, None
     state = torch.load(saved, map_location=run.device, weights_only=True)
     net.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    run.say(f"resumed from step {state['step']} (epoch {state['epoch']}) of {saved}")
-    return state["epoch"], state["step"], state["step"]
+    batch, restarts = state.get("batch", 0), os.environ.get("SLURM_RESTART_COUNT", "0")
+    run.say(
+        f"resumed from step {state['step']} (epoch {state['epoch']} done, {batch} batches into the next) of {saved}, "
+        f"restart {restarts}"
+    )
+    return state["epoch"], batch, state["step"], state["step"]
 
 
-def save(saved, net, optimizer, epoch, step):
-    """Replace the checkpoint atomically: a job killed while saving leaves the previous one whole."""
+def save(saved, state):
+    """Replace the checkpoint atomically: written whole to a temporary file and synced before it is renamed
+    over the last one, so that a job killed while saving (even with SIGKILL) leaves the previous one whole."""
     saved.parent.mkdir(parents=True, exist_ok=True)
     partial = saved.with_suffix(".partial")
-    torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch, "step": step}, partial)
+    with open(partial, "wb") as out:
+        torch.save(state, out)
+        out.flush()
+        os.fsync(out.fileno())
     os.replace(partial, saved)
+    directory = os.open(saved.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # the rename itself survives a crash
+    finally:
+        os.close(directory)
 
 
-def train_epoch(model, loader, optimizer, loss_fn, device):
-    """One pass over this rank's share: (steps taken, [loss sum, samples] summed over every rank)."""
+def train_epoch(model, loader, optimizer, loss_fn, device, stop, every):
+    """One pass over this rank's share, or until every rank agrees to stop: (steps taken, [loss sum, samples]
+    summed over every rank, stopped)."""
     # On the rank's device: NCCL reduces only GPU tensors, and no per-step .item() waits for the GPU.
     steps, totals = 0, torch.zeros(2, dtype=torch.float64, device=device)
     for x, y in loader:
+        # Before the step: a stop leaves no step half done. Every rank checks at the same steps.
+        if steps % every == 0 and steps and stop.agreed():
+            dist.all_reduce(totals)
+            return steps, totals, True
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)
@@ -143,7 +199,7 @@ def train_epoch(model, loader, optimizer, loss_fn, device):
         totals[0] += loss.detach().double() * len(y)
         totals[1] += len(y)
     dist.all_reduce(totals)
-    return steps, totals
+    return steps, totals, stop.agreed()
 
 
 def main():
@@ -161,18 +217,27 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
 
     saved = Path(args.checkpoint_dir, "latest.pt") if args.checkpoint_dir else None
-    start_epoch, step, resumed = resume(saved, net, optimizer, run)
-    started, reached, samples, acc, first_step = time.monotonic(), None, 0, 0.0, step
+    start_epoch, batch, step, resumed = resume(saved, net, optimizer, run)
+    stop = StopFlag(run.device)
+    started, reached, samples, acc, first_step, stopped = time.monotonic(), None, 0, 0.0, step, False
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
-        steps, totals = train_epoch(model, loader, optimizer, loss_fn, run.device)
+        sampler.skip = batch * args.batch_size if epoch == start_epoch else 0
+        steps, totals, stopped = train_epoch(model, loader, optimizer, loss_fn, run.device, stop, args.stop_check_every)
         step += steps
         samples += int(totals[1])
-        acc = accuracy(net, test, run.device)
-        run.say(f"epoch {epoch + 1} step {step} loss {totals[0] / totals[1]:.4f} accuracy {acc:.4f}")
+        batch = (batch if epoch == start_epoch else 0) + steps
+        done = batch * args.batch_size >= sampler.num_samples  # this epoch fully trained
+        if done:
+            acc = accuracy(net, test, run.device)
+            run.say(f"epoch {epoch + 1} step {step} loss {totals[0] / totals[1]:.4f} accuracy {acc:.4f}")
         if saved and run.rank == 0:
-            save(saved, net, optimizer, epoch + 1, step)
+            position = {"epoch": epoch + 1, "batch": 0} if done else {"epoch": epoch, "batch": batch}
+            save(saved, {"model": net.state_dict(), "optimizer": optimizer.state_dict(), "step": step, **position})
             run.say(f"checkpoint step {step} saved to {saved}")
+        if stopped:
+            run.say(f"stopping at step {step} (epoch {epoch + 1}, batch {batch}): asked to stop (SIGTERM)")
+            break
         if reached is None and acc >= args.target_accuracy:
             reached = (epoch + 1, time.monotonic() - started)
             if args.stop_at_target:
@@ -188,7 +253,10 @@ def main():
         "seconds_to_target": round(reached[1], 3) if reached else None,
         "final_accuracy": round(acc, 4),
         "steps": step,
+        "trained_steps": step - first_step,
         "resumed_from_step": resumed,
+        "restart_count": int(os.environ.get("SLURM_RESTART_COUNT", "0")),
+        "stopped": stopped,
         "seconds": round(seconds, 3),
         "samples_per_second": round(samples / seconds, 1) if seconds > 0 else None,
         # Evaluation and checkpoints included: a job's pace, not a kernel benchmark.
@@ -203,7 +271,7 @@ def main():
     # done and reported, failing the job.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(143 if stopped else 0)  # stopped early is not success: 128 + SIGTERM
 
 
 if __name__ == "__main__":

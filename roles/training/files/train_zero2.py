@@ -5,15 +5,22 @@ template's example. A small regression model on synthetic data, so that the run 
 than a model. On GPUs it trains there with NCCL; without, on the CPU with gloo (DS_ACCELERATOR=cpu).
 
 Rank 0 prints the nodes, one line per logged step, whether the CPU Adam op came prebuilt, and one
-line `GPULAB_RESULT {json}`.
+line `GPULAB_RESULT {json}`. With a checkpoint directory (the template's GPULAB_CHECKPOINT_DIR) it saves
+every --checkpoint-every steps and at the end (DeepSpeed's own format, one directory per step, `latest`
+replaced atomically) and resumes from the latest. On SIGTERM (preemption, the time limit's notice) the
+ranks agree to stop at the next check, save, and exit with 143; each step's batch depends on the step
+alone, so a resumed run trains what an uninterrupted one would have.
 """
 
 import argparse
 import json
 import os
+import shutil
+import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 import deepspeed
 import torch
@@ -26,7 +33,26 @@ def arguments():
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=16, help="per rank")
     parser.add_argument("--width", type=int, default=256)
+    parser.add_argument("--checkpoint-dir", default=os.environ.get("GPULAB_CHECKPOINT_DIR"))
+    parser.add_argument("--checkpoint-every", type=int, default=20, help="steps between checkpoints")
+    parser.add_argument("--stop-check-every", type=int, default=10, help="steps between checks for a stop signal")
     return parser.parse_args()
+
+
+def save(engine, directory, step, rank):
+    """DeepSpeed's checkpoint of this step (every rank writes its part), then `latest` pointed at it
+    atomically and the older ones removed: a run killed while saving leaves the last whole one named."""
+    tag = f"step{step}"
+    engine.save_checkpoint(directory, tag=tag, client_state={"step": step}, save_latest=False)
+    dist.barrier()
+    if rank == 0:
+        partial = Path(directory, "latest.partial")
+        partial.write_text(tag)
+        os.replace(partial, Path(directory, "latest"))
+        for old in Path(directory).glob("step*"):
+            if old.name != tag:
+                shutil.rmtree(old, ignore_errors=True)
+    dist.barrier()
 
 
 def prebuilt_cpu_adam():
@@ -58,18 +84,36 @@ def main():
     engine, _optimizer, _loader, _scheduler = deepspeed.initialize(
         model=model, model_parameters=model.parameters(), config=config
     )
-    generator = torch.Generator().manual_seed(1 + rank)
     weights = torch.randn(args.width, 1, generator=torch.Generator().manual_seed(0))
-    started, first, loss = time.monotonic(), None, None
-    for step in range(1, args.steps + 1):
+    start = 0
+    if args.checkpoint_dir and Path(args.checkpoint_dir, "latest").exists():
+        _path, state = engine.load_checkpoint(args.checkpoint_dir)
+        start = state["step"]
+        say(f"resumed from step {start} of {args.checkpoint_dir}, restart {os.environ.get('SLURM_RESTART_COUNT', '0')}")
+    asked = []
+    signal.signal(signal.SIGTERM, lambda *_: asked.append(True))
+    flag = torch.zeros(1, device=engine.device)
+    started, first, loss, step, stopped = time.monotonic(), None, None, start, False
+    while step < args.steps and not stopped:
+        step += 1
+        generator = torch.Generator().manual_seed(1 + rank + 1000 * step)  # this step's batch, on any run
         x = torch.randn(args.batch_size, args.width, generator=generator).to(engine.device)
         y = x @ weights.to(engine.device)
         loss = nn.functional.mse_loss(engine(x), y)
         engine.backward(loss)
         engine.step()
         first = loss.item() if first is None else first
-        if step % 10 == 0 or step == 1:
+        if step % 10 == 0 or step == start + 1:
             say(f"step {step} loss {loss.item():.4f}")
+        if step % args.stop_check_every == 0:  # every rank at the same steps
+            flag.fill_(1.0 if asked else 0.0)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stopped = bool(flag.item())
+        if args.checkpoint_dir and (stopped or step % args.checkpoint_every == 0 or step == args.steps):
+            save(engine, args.checkpoint_dir, step, rank)
+            say(f"checkpoint step {step} saved to {args.checkpoint_dir}")
+    if stopped:
+        say(f"stopping at step {step}: asked to stop (SIGTERM)")
     seconds = time.monotonic() - started
     offloaded = getattr(engine.optimizer, "optimizer", None)  # ZeRO's wrapper holds the real optimizer
     say(
@@ -83,7 +127,11 @@ def main():
                 "cpu_adam_prebuilt": prebuilt_cpu_adam(),
                 "first_loss": round(first, 4),
                 "last_loss": round(loss.item(), 4),
-                "steps": args.steps,
+                "steps": step,
+                "trained_steps": step - start,
+                "resumed_from_step": start or None,
+                "restart_count": int(os.environ.get("SLURM_RESTART_COUNT", "0")),
+                "stopped": stopped,
                 "seconds": round(seconds, 3),
                 "deepspeed": deepspeed.__version__,
                 "torch": torch.__version__,
@@ -98,7 +146,7 @@ def main():
     # done and reported, failing the job.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(143 if stopped else 0)  # stopped early is not success: 128 + SIGTERM
 
 
 if __name__ == "__main__":
