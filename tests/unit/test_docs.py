@@ -16,6 +16,13 @@ OTHER = {"yaml", "python", "text"}
 # Each command in the manual: (its pattern, the file that runs the same thing, a string that file holds
 # where it does). The inventory differs (inventory/mylab in the manual, the lab's or a scenario's in tests).
 RUN = [
+    (r"gpulab-sbatch ddp -q scavenger .*", "tests/lab/test_preemption.py", '"-q", "scavenger"'),
+    (
+        r"srun -q interactive -N 2 --exclusive hostname",
+        "tests/lab/test_preemption.py",
+        "srun -q interactive -N2 --exclusive",
+    ),
+    (r"sacct -D -X -j JOB .*", "tests/lab/test_preemption.py", "sacct -D -X -n -P -j"),
     (r"make lab", "Makefile", "scripts/lab.sh --fresh"),  # make test-lab: the same script, from scratch
     (r"make test", ".ci/run", "make test"),
     (r"ansible-playbook -i inventory/example playbooks/plan\.yml", "tests/playbooks/test_plan.py", '"example"'),
@@ -83,7 +90,7 @@ RUN = [
     (
         r"DATASET=digits gpulab-sbatch ddp -N 2 -- /opt/gpulab/jobs/train_digits\.py.*",
         "tests/lab/test_training.py",
-        '"-N2", "--", "/opt/gpulab/jobs/train_digits.py"',
+        "DATASET={DATASET} gpulab-sbatch ddp -J ddp-lab -N2",
     ),
     (
         r"gpulab-sbatch deepspeed -N 2 -- /opt/gpulab/jobs/train_zero2\.py --steps 40",
