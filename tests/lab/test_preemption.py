@@ -1,7 +1,8 @@
 """Preemption in the lab (inventory/lab sets slurm_preemption: true): a two-node DDP digits job in the
 scavenger QOS, an interactive job that needs both nodes, and what Slurm and the job then do. The job
 template requeues a preempted job once its workers have checkpointed; the requeued job resumes at the
-batch where it stopped, so that every planned step is trained exactly once. (A job killed with SIGKILL,
+batch where it stopped, so that every planned step is trained exactly once; the ups role's USR1 on the
+way does not end it. (A job killed with SIGKILL,
 no grace, resuming from its last whole checkpoint: test_training.py.)"""
 
 import json
@@ -63,6 +64,9 @@ def test_a_scavenger_job_is_preempted_requeued_and_resumes_without_repeating_a_s
     hosts = on("gpu1", "srun -q interactive -N2 --exclusive hostname", timeout=120)
     assert sorted(hosts.split()) == ["gpu1", "gpu2"]
 
+    # The ups role's notice that power is on battery, sent to the resumed run: it must not end it.
+    assert wait_for(lambda: re.search(r"resumed from step [\s\S]*^epoch ", log("preempt-lab"), re.M), 120, step=1)
+    on("gpu1", f"scancel --full --signal=USR1 --state=RUNNING {job}")
     assert wait_for(lambda: finished(job), 300, step=2), runs(job)
     interactive = on("gpu1", "sacct -X -n -P -q interactive -o JobID,State,Start,End | tail -n 1").split("|")
     output = log("preempt-lab")
@@ -78,7 +82,8 @@ def test_a_scavenger_job_is_preempted_requeued_and_resumes_without_repeating_a_s
     assert stop, output
     step, epoch, batch = (int(x) for x in stop.groups())
     assert stopped["stopped"] and stopped["steps"] == step == (epoch - 1) * STEPS_PER_EPOCH + batch
-    assert f"resumed from step {step} (epoch {epoch - 1} done, {batch} batches into the next)" in output
+    done, into = divmod(step, STEPS_PER_EPOCH)  # a stop at an epoch's last batch resumes at the next epoch
+    assert f"resumed from step {step} (epoch {done} done, {into} batches into the next)" in output
     assert "restart 1" in output.split("resumed from step", 1)[1].splitlines()[0]
     # Every planned step trained exactly once: the second run starts at the first one's stop, and together
     # they trained the plan.

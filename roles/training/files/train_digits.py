@@ -217,8 +217,8 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
 
     saved = Path(args.checkpoint_dir, "latest.pt") if args.checkpoint_dir else None
+    stop = StopFlag(run.device)  # before anything long: a SIGTERM from here on is a stop, not the end
     start_epoch, batch, step, resumed = resume(saved, net, optimizer, run)
-    stop = StopFlag(run.device)
     started, reached, samples, acc, first_step, stopped = time.monotonic(), None, 0, 0.0, step, False
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
