@@ -1,10 +1,11 @@
 """The doctor on the lab: today's run compared with a baseline, a regression read in the JSON and the page.
 
 The baseline is the lab's own last report (site.yml ends with validate.yml) with its all-reduce bus
-bandwidth tripled, as if the cluster had been three times faster: today's real measurement must then
-read as a regression, named with both values and the tolerance, and doctor_accept must refuse to make
-a failing run the baseline. Network and training are skipped (their metrics are simply not compared),
-so the run costs the gloo benchmark only.
+bandwidth set to 100 GB/s, as if the cluster had had a fast link: today's real measurement (gloo on
+shared CPUs, 0.1 to 1 GB/s, and 3.5 times apart between two runs a minute apart in one CI run, so a
+baseline of three times the last one was not enough) must then read as a regression, named with both
+values and the tolerance, and doctor_accept must refuse to make a failing run the baseline. Network and
+training are skipped (their metrics are simply not compared), so the run costs the gloo benchmark only.
 """
 
 import json
@@ -22,7 +23,7 @@ def doctor(report, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("doctor")
     baseline = json.loads(json.dumps(report))
     busbw = next(c for c in baseline["cluster"]["collective"]["checks"] if c["check"] == "collective.busbw")
-    busbw["value"] = round(busbw["value"] * 3, 4)
+    busbw["value"] = 100.0
     (tmp_path / "baseline.json").write_text(json.dumps(baseline))
     settings = {
         "doctor_baseline": str(tmp_path / "baseline.json"),
