@@ -69,7 +69,8 @@ QOS_KEYS = {
     "preempt": ("Preempt", "Preempt", _names),
     "preempt_mode": ("PreemptMode", "PreemptMode", lambda v: str(v).lower()),
     "grace_time": ("GraceTime", "GraceTime", slurm_seconds),
-    "max_wall": ("MaxWall", "MaxWall", slurm_seconds),
+    # A bare number is minutes to sacctmgr here (a grace time in whole seconds is the int case of slurm_seconds).
+    "max_wall": ("MaxWall", "MaxWall", lambda v: slurm_seconds(str(v))),
     "max_tres_per_user": ("MaxTRESPerUser", "MaxTRESPU", _names),
 }
 QOS_FIELDS = ["Name"] + [shown_as for _option, shown_as, _same in QOS_KEYS.values()]

@@ -101,6 +101,8 @@ def test_tiers_as_sacctmgr_shows_them_need_nothing_and_a_changed_grace_time_is_s
     root = [{"Account": "root", "User": "", "Fairshare": "1", "QOS": "interactive,normal,scavenger"}]
     names = [t["name"] for t in TIERS]
     assert slurm.plan("gpulab", ["gpulab"], [], TIERS, root, [], shown, names) == []
+    # max_wall as a number is minutes, as sacctmgr reads it: 240 is the recorded 04:00:00.
+    assert slurm.plan("gpulab", ["gpulab"], [], [dict(TIERS[2], max_wall=240)], root, [], shown, names) == []
     longer = [dict(TIERS[0], grace_time=300), dict(TIERS[2], preempt=[], max_wall="1-00:00:00")]
     assert slurm.plan("gpulab", ["gpulab"], [], longer, root, [], shown, names) == [
         ["modify", "qos", "where", "Name=scavenger", "set", "GraceTime=300"],
