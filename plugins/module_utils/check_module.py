@@ -4,6 +4,10 @@ runs. Number options are held to bounds from a table; what a table cannot say is
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,3 +64,37 @@ def start(
     if problem:
         module.fail_json(msg=problem)
     return module
+
+
+# The exit status of a command that did not answer in time: timeout(1)'s, so callers read either the same way.
+HUNG_RC = 124
+
+
+def run_with_deadline(argv: list[str], seconds: float, grace: float = 5) -> tuple[int, str, str]:
+    """(rc, stdout, stderr) of argv; (HUNG_RC, "", why) when it has not ended within `seconds`.
+
+    A process stuck in a driver call (a wedged GPU) outlives even SIGKILL until the call returns, and
+    timeout(1) or subprocess.run would wait for it, and so would reading a pipe a child of it holds: its
+    process group is killed and, if the pipes are still open `grace` seconds later, it is left behind.
+    """
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - argv comes from the module, never a shell
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **C_LOCALE},
+            text=True,
+            start_new_session=True,  # its own process group, killed as one
+        )
+    except OSError as exc:
+        return 127, "", str(exc)
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=grace)
+        return HUNG_RC, "", f"{argv[0]} did not answer in {seconds:g} s"
+    return proc.returncode, out, err

@@ -37,6 +37,11 @@ options:
         without one fails instead of being left out of the comparison.
     type: dict
     default: {}
+  smi_timeout:
+    description: With I(versions) unset, seconds C(nvidia-smi) may take to say the driver where C(/proc) does not.
+      A wedged driver hangs it; the driver is then left unknown and the other versions still come.
+    type: int
+    default: 30
 extends_documentation_fragment:
   - gpulab.cluster.checks
   - gpulab.cluster.read_only
@@ -82,7 +87,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import versions as v
-from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, run_with_deadline, start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records
 
 # The CUDA repository's toolkit is not on PATH for non-login shells.
@@ -120,6 +125,16 @@ def _linked_nccl() -> str | None:
     return v.nccl_version_from_code(code.value)
 
 
+def _smi_driver(module: AnsibleModule) -> str | None:
+    """The driver nvidia-smi reports; None where there is none, or nvidia-smi does not answer in time."""
+    smi = module.get_bin_path("nvidia-smi")
+    if not smi:
+        return None
+    deadline = module.params["smi_timeout"]
+    rc, out, _err = run_with_deadline([smi, "--query-gpu=driver_version", "--format=csv,noheader"], deadline)
+    return v.parse_smi_driver(out) if rc == 0 else None
+
+
 def collect(module: AnsibleModule) -> dict[str, str | None]:
     def run(*argv: str) -> str:
         binary = module.get_bin_path(argv[0])
@@ -141,8 +156,7 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
         "os": _os_release(),
         "kernel": platform.release(),
         # The loaded kernel module; nvidia-smi where /proc does not show it (a container with the GPUs passed in).
-        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version"))
-        or v.parse_smi_driver(run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")),
+        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version")) or _smi_driver(module),
         "cuda": cuda,
         "nccl": nccl,
         "slurm": v.parse_slurm(run("slurmd", "-V")),
@@ -155,6 +169,7 @@ ARGUMENT_SPEC = dict(
     components=dict(type="list", elements="str", choices=list(v.ALL_COMPONENTS), default=list(v.COMPONENTS)),
     python_env=dict(type="path", default="/opt/gpulab/train"),
     required=dict(type="dict", default={}),
+    smi_timeout=dict(type="int", default=30),
 )
 
 
@@ -175,7 +190,7 @@ def input_problem(p: dict) -> str | None:
 
 
 def main() -> None:
-    module = start(ARGUMENT_SPEC, input_problem)
+    module = start(ARGUMENT_SPEC, input_problem, {"smi_timeout": AT_LEAST_1})
     versions, required = module.params["versions"], module.params["required"]
     if versions is None:
         module.exit_json(changed=False, versions=collect(module))

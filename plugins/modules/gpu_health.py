@@ -161,7 +161,13 @@ import threading
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
-from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, NOT_NEGATIVE, start
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import (
+    AT_LEAST_1,
+    HUNG_RC,
+    NOT_NEGATIVE,
+    run_with_deadline,
+    start,
+)
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
     failed,
@@ -198,14 +204,9 @@ def _nvml_gpus(module):
     return answer.get("gpus"), answer.get("error"), None
 
 
-# timeout(1)'s exit codes: the command ran past its deadline (124), or ignored TERM and was killed (137).
-HUNG = (124, 137)
-
-
 def _smi(module, smi_path, *args):
-    """nvidia-smi under a deadline: (rc, out, err), rc in HUNG when it did not answer in smi_timeout."""
-    deadline = str(module.params["smi_timeout"])
-    return module.run_command(["timeout", "--kill-after=5", deadline, smi_path, *args])
+    """nvidia-smi under a deadline: (rc, out, err), rc HUNG_RC when it did not answer in smi_timeout."""
+    return run_with_deadline([smi_path, *args], module.params["smi_timeout"])
 
 
 def _hung(module, what):
@@ -226,11 +227,11 @@ def _smi_gpus(module, smi_path, fmt):
         rc, out, err = _smi(module, smi_path, "-q", "-x")
     else:
         rc, out, err = _smi(module, smi_path, f"--query-gpu={smi.query_fields()}", "--format=csv,noheader,nounits")
-        if rc not in HUNG and rc != 0 and "field" in (out + err).lower():  # older driver: the old field names
+        if rc not in (HUNG_RC, 0) and "field" in (out + err).lower():  # older driver: the old field names
             rc, out, err = _smi(
                 module, smi_path, f"--query-gpu={smi.query_fields(old_names=True)}", "--format=csv,noheader,nounits"
             )
-    if rc in HUNG:
+    if rc == HUNG_RC:
         return (
             None,
             "nvidia-smi did not answer",
@@ -254,7 +255,7 @@ def _smi_gpus(module, smi_path, fmt):
                 ("apps", f"--query-compute-apps={smi.COMPUTE_APP_FIELDS}"),
             ):
                 rc, out, _err = _smi(module, smi_path, query, "--format=csv,noheader,nounits")
-                if rc in HUNG:
+                if rc == HUNG_RC:
                     return None, "nvidia-smi did not answer", _hung(module, "nvidia-smi " + query.partition("=")[0])
                 extra[name] = out if rc == 0 else None
             if extra["remap"] is not None:  # pre-Ampere GPUs have no row remapping
@@ -376,7 +377,7 @@ def main() -> None:
     nvlink = None
     if gpus and p["check_nvlink"] and smi_path:
         rc, out, _err = _smi(module, smi_path, "nvlink", "--status")
-        if rc in HUNG:
+        if rc == HUNG_RC:
             gpus, fault = None, _hung(module, "nvidia-smi nvlink --status")
         nvlink = smi.parse_nvlink_status(out) if rc == 0 else None
 

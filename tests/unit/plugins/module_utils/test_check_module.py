@@ -1,7 +1,13 @@
-"""The check modules' shared start: number options held to bounds from a table, each refusal naming the option."""
+"""The check modules' shared start: number options held to bounds from a table, each refusal naming the option;
+and commands under a deadline."""
+
+import os
+import signal
+import time
 
 import pytest
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import check_module
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import (
     AT_LEAST_1,
     NOT_NEGATIVE,
@@ -38,3 +44,33 @@ def test_options_within_their_bounds_or_unset_pass():
 
 def test_the_first_option_out_of_bounds_is_the_one_named():
     assert out_of_bounds({**GOOD, "steps": 0, "dscp": 99}, BOUNDS) == "steps must be at least 1, got 0"
+
+
+def test_a_command_that_answers_gives_its_status_and_output_in_the_c_locale():
+    rc, out, err = check_module.run_with_deadline(["sh", "-c", 'echo "$LC_ALL"; echo oops >&2; exit 3'], 10)
+    assert (rc, out, err) == (3, "C\n", "oops\n")
+
+
+def test_a_command_that_does_not_answer_is_killed_at_its_deadline():
+    started = time.monotonic()
+    rc, out, err = check_module.run_with_deadline(["sh", "-c", "sleep 30; echo late"], 1)
+    assert (rc, out, err) == (check_module.HUNG_RC, "", "sh did not answer in 1 s")
+    assert time.monotonic() - started < 3
+
+
+def test_a_command_whose_pipe_outlives_the_kill_is_left_behind_after_the_grace(tmp_path):
+    """As a process stuck in the driver is: here a child in a session of its own keeps the output pipe open."""
+    pid_file = tmp_path / "pid"
+    started = time.monotonic()
+    rc, _out, err = check_module.run_with_deadline(
+        ["sh", "-c", f"setsid sleep 30 & echo $! > {pid_file}; sleep 30"], 1, grace=1
+    )
+    elapsed = time.monotonic() - started
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert rc == check_module.HUNG_RC and "did not answer in 1 s" in err
+    assert elapsed < 4, elapsed
+
+
+def test_a_command_that_cannot_start_says_why():
+    rc, _out, err = check_module.run_with_deadline(["/nonexistent/nvidia-smi"], 1)
+    assert rc == 127 and "No such file" in err

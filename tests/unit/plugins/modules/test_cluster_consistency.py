@@ -141,3 +141,28 @@ def test_a_node_with_another_torch_or_none_fails(run_module):
     assert check["message"] == (
         "gpu3 runs 2.14.1+cu124; gpu4 reports none, though it must have one; the others run 2.13.0+cu124"
     )
+
+
+def test_collect_reads_the_driver_from_nvidia_smi_under_a_deadline(run_module, monkeypatch, tmp_path):
+    """Where /proc has no driver (a container), nvidia-smi answers; one that hangs leaves the driver unknown."""
+    monkeypatch.setattr(cluster_consistency, "CUDA_NVCC", str(tmp_path / "no-nvcc"))
+    monkeypatch.setattr(
+        cluster_consistency.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: f"/usr/bin/{name}"
+    )
+    monkeypatch.setattr(cluster_consistency, "_read", lambda path: "")
+    deadlines = []
+
+    def run_with_deadline(cmd, seconds):
+        deadlines.append((cmd, seconds))
+        return answer
+
+    monkeypatch.setattr(cluster_consistency, "run_with_deadline", run_with_deadline)
+    answers = {}
+    for answer in [(0, "550.127.05\n550.127.05\n", ""), (124, "", "nvidia-smi did not answer in 30 s")]:
+        result, failed = run_module(
+            cluster_consistency.main, {"smi_timeout": 5}, run_command=lambda *a, **k: (1, "", "")
+        )
+        assert not failed
+        answers[answer[0]] = result["versions"]["driver"]
+    assert answers == {0: "550.127.05", 124: None}
+    assert deadlines[0] == (["/usr/bin/nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], 5)

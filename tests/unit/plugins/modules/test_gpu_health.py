@@ -20,17 +20,6 @@ def records(result):
     return {r["check"]: r for r in result["checks"]}
 
 
-DEADLINE = ["timeout", "--kill-after=5", "30"]
-
-
-def without_deadline(cmd):
-    """nvidia-smi runs under its deadline (smi_timeout, 30 s by default); other commands as they are."""
-    if cmd[0] == "timeout":
-        assert cmd[:3] == DEADLINE and cmd[3].endswith("nvidia-smi"), cmd
-        return cmd[3:]
-    return cmd
-
-
 @pytest.fixture
 def node(monkeypatch):
     """A fake node: which binaries exist and what each command prints."""
@@ -41,10 +30,20 @@ def node(monkeypatch):
         calls: list = []
         pci = None  # the NVIDIA GPUs on the PCI bus; None: sysfs not readable
 
+        deadlines: list = []  # smi_timeout as each nvidia-smi call got it
+
         def run_command(self, module, cmd, environ_update=None, **kw):
             # Every command runs in the C locale: the parsers read English numbers and words.
             assert module.run_command_environ_update == {"LC_ALL": "C", "LANG": "C"}
-            cmd = without_deadline(cmd)
+            assert not cmd[0].endswith("nvidia-smi"), "nvidia-smi runs under its deadline"
+            return self.answer(cmd)
+
+        def run_with_deadline(self, cmd, seconds):
+            assert cmd[0].endswith("nvidia-smi"), cmd
+            self.deadlines.append(seconds)
+            return self.answer(cmd)
+
+        def answer(self, cmd):
             self.calls.append(cmd)
             key = " ".join(cmd[1:3]) if cmd[0].endswith("nvidia-smi") else cmd[0].rsplit("/", 1)[-1]
             if key.startswith((f"--query-gpu={smi.MEMORY_FIELDS}", "--query-compute-apps")):
@@ -57,7 +56,9 @@ def node(monkeypatch):
     n = Node()
     n.calls = []
     n.replies = {}
+    n.deadlines = []
     monkeypatch.setattr(gpu_health, "_pci_gpus", lambda: n.pci)
+    monkeypatch.setattr(gpu_health, "run_with_deadline", n.run_with_deadline)
     monkeypatch.setattr(
         gpu_health.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: n.bins.get(name), raising=True
     )
@@ -154,8 +155,7 @@ A100_BUSES = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000
 def test_old_driver_retries_with_old_field_names(run_module, node):
     calls = []
 
-    def run(module, cmd, environ_update=None, **kw):
-        cmd = without_deadline(cmd)
+    def answer(cmd):
         calls.append(cmd)
         if cmd[1] == f"--query-gpu={smi.MEMORY_FIELDS}":  # GPU 1 runs a job; GPU 2 holds 30 GB with none
             return (
@@ -175,7 +175,10 @@ def test_old_driver_retries_with_old_field_names(run_module, node):
             return 0, read("kern_xid.log"), ""
         return 0, "", ""
 
-    result, failed = run_module(gpu_health.main, {"expected_count": 4, "fail_on": "never"}, run_command=run)
+    node.answer = answer
+    result, failed = run_module(
+        gpu_health.main, {"expected_count": 4, "fail_on": "never"}, run_command=node.run_command
+    )
     assert not failed and result["status"] == "fail"
     assert "clocks_throttle_reasons.active" in calls[1][1]
     checks = records(result)
@@ -225,12 +228,13 @@ def test_bad_input_is_refused(run_module, node, args, message):
 
 @pytest.mark.parametrize("declared", [{}, {"expected_count": 2}])
 def test_an_nvidia_smi_that_does_not_answer_is_a_failure_not_a_wait(run_module, node, declared):
-    node.replies = {"--query-gpu": (124, "", "")}  # timeout(1): past the deadline
+    node.replies = {"--query-gpu": (124, "", "")}  # past the deadline
     result, failed = run_module(gpu_health.main, {**declared, "fail_on": "never"}, run_command=node.run_command)
     assert not failed and result["status"] == "fail"
     hung = records(result)["gpu_query"]
     assert (hung["status"], hung["code"], hung["value"]) == ("fail", "GPU_DRIVER_HUNG", 30)
     assert hung["message"].startswith("nvidia-smi --query-gpu did not answer in 30 s: the driver is unresponsive")
+    assert node.deadlines == [30]
     # One call, no retry with the old field names; the kernel log is still read (Xid lines say why).
     assert [c for c in node.calls if c[0].endswith("nvidia-smi")] == node.calls[:1]
     assert node.calls[1][0].endswith("journalctl")
