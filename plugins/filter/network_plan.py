@@ -83,6 +83,23 @@ def node_addresses(
     return result
 
 
+def planned_mtus(hostvars: dict[str, Any], host: str, plan: dict[str, Any], classes: list[str]) -> list[dict[str, Any]]:
+    """The links validation holds `host` to: management and `classes`, each {traffic_class, address, mtu}
+    (the plan's MTU, 1500 where it gives none). A host the plan cannot place (no index, no
+    address) has none."""
+    if not {"gpulab_node_index", "gpulab_address"} & set(hostvars[host]):
+        return []
+    return [
+        {
+            "traffic_class": name,
+            "address": node_addresses(hostvars, [host], plan, name)[host],
+            "mtu": int(plan["networks"][name].get("mtu", 1500)),
+        }
+        for name in dict.fromkeys(["management", *classes])
+        if name in plan.get("networks", {})
+    ]
+
+
 def host_links(
     plan: dict[str, Any],
     index: int,
@@ -412,5 +429,6 @@ class FilterModule:
             "node_addresses": node_addresses,
             "networkd_files": networkd_files,
             "plan_problems": plan_problems,
+            "planned_mtus": planned_mtus,
         }
         return {name: _with_netaddr(func) for name, func in plain.items()}

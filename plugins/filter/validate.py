@@ -165,11 +165,12 @@ RESULT_VARS = {
     "rdma": "__validation_rdma",
     "nccl": "__validation_nccl",
     "network": "__validation_net",
+    "host": "__validation_host",
 }
 
 
 def validation_results(hostvars: Mapping[str, Any], hosts: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """host -> {reached, versions, gpu, slurm, rdma, nccl, network: registered result or {}} for the report.
+    """host -> {reached, versions, gpu, slurm, rdma, nccl, network, host: registered result or {}} for the report.
 
     reached: the node answered the version read every node runs with its versions (false for unreachable
     or failed nodes, and for a read that errored: its registered result has no versions).

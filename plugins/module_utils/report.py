@@ -15,7 +15,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import baseline as 
 from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
-NODE_SECTIONS = ("gpu", "slurm", "rdma", "nccl", "network")
+NODE_SECTIONS = ("gpu", "slurm", "rdma", "nccl", "network", "host")
 CLUSTER_SECTIONS = ("consistency", "scheduler", "ceph", "nccl_across", "collective", "training")
 TITLES = {
     "gpu": "GPU health",
@@ -23,6 +23,7 @@ TITLES = {
     "rdma": "RDMA",
     "nccl": "NCCL (in node)",
     "network": "Network",
+    "host": "Clock, links and power",
     "consistency": "Versions",
     "scheduler": "Slurm scheduler",
     "ceph": "Ceph",
@@ -41,6 +42,9 @@ NEXT_STEPS = {
     "nccl": "Rerun nccl-tests with NCCL_DEBUG=INFO and check /etc/nccl.conf (NCCL_SOCKET_IFNAME, NCCL_IB_HCA).",
     "network": "Check the MTU on both hosts and every switch port, `ethtool` link speed and NIC counters; "
     "rerun `--tags network`.",
+    "host": "Clock: `chronyc tracking` and `chronyc sources -v` on the node, then on the management node it "
+    "follows. MTU: `ip link` on the node against the plan; rerun `--tags network`. UPS: `upsc ups@127.0.0.1` on "
+    "the UPS host.",
     "consistency": "Bring the odd node to the pinned version with a tagged run, e.g. "
     "`--tags nvidia_driver --limit NODE`.",
     "scheduler": "On the controller: `scontrol show config | grep -i preempt`, `sacctmgr show qos`; rerun "

@@ -3,6 +3,7 @@ textfile collector. Pure functions; gpulab's UPS collector runs upsc."""
 
 from __future__ import annotations
 
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed
 from ansible_collections.gpulab.cluster.plugins.module_utils.prom_text import family
 
 # ups.status flags (NUT's docs/new-drivers.txt) that the alert rules and the report read.
@@ -66,3 +67,39 @@ def render(ups: str, values: dict[str, str] | None, error: str | None = None) ->
         value = _number(values.get(variable))
         lines += family(metric, "gauge", help_text, [({"ups": ups}, value)] if value is not None else [])
     return "\n".join(lines) + "\n"
+
+
+def ups_record(rc: int, out: str, err: str, target: str) -> Check:
+    """The UPS as the validation report judges it: on line passes; on battery, low battery or unreadable fails."""
+    try:
+        values = parse_upsc(out) if rc == 0 else None
+    except UpsParseError as exc:
+        values, err = None, str(exc)
+    if values is None:
+        said = (err or out).strip()[:160] or f"exit {rc}"
+        return failed(
+            "ups",
+            f"upsc {target} failed ({said}): upsd or its driver does not answer, so no node would learn of a power cut",
+            code="UPS_UNREACHABLE",
+        )
+    flags = status_flags(values)
+    charge = _number(values.get("battery.charge"))
+    state = f"battery {values.get('battery.charge', '?')} %, {values.get('battery.runtime', '?')} s of runtime"
+    if flags & {"LB", "FSD"}:
+        return failed(
+            "ups",
+            f"{target} is on battery and low ({values['ups.status']}, {state}): the nodes are shutting down",
+            value=charge,
+            unit="%",
+            code="UPS_LOW_BATTERY",
+        )
+    if "OB" in flags:
+        return failed(
+            "ups",
+            f"{target} runs on battery ({state}): the ups role drains the Slurm nodes (and signals their jobs, "
+            "with ups_job_signal) until power is back, and shuts the nodes down at low battery",
+            value=charge,
+            unit="%",
+            code="UPS_ON_BATTERY",
+        )
+    return passed("ups", f"{target} is on line ({values['ups.status']}, {state})", value=charge, unit="%")

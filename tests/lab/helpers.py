@@ -1,9 +1,14 @@
-"""What the lab tests share: a command on a node, a PromQL query on mgmt1's Prometheus, a bounded wait."""
+"""What the lab tests share: a command on a node, a PromQL query on mgmt1's Prometheus, a bounded wait, a quick
+validate.yml run."""
 
 import json
+import os
 import shlex
 import subprocess
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Runs on mgmt1: each PromQL expression of argv[1] (a JSON list) -> Prometheus's answer.
 QUERY = """
@@ -38,3 +43,20 @@ def wait_for(condition, seconds, step=3):
     while not (value := condition()) and time.monotonic() < deadline:
         time.sleep(step)
     return value
+
+
+def validate(report_dir, *inventories, drain=False, smi_timeout=30):
+    """validate.yml without the long steps, its report in report_dir: (the run, report.json, the report's directory).
+    With no inventory given, the lab's (ansible.cfg's)."""
+    settings = {
+        "validation_drain": drain,
+        "validation_report_dir": str(report_dir),
+        "validation_smi_timeout": smi_timeout,
+    }
+    cmd = ["ansible-playbook", "playbooks/validate.yml", "--skip-tags", "validate_long", "-e", json.dumps(settings)]
+    for inventory in inventories:
+        cmd += ["-i", str(inventory)]
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    report = json.loads((Path(report_dir) / "latest" / "report.json").read_text())
+    return run, report, Path(report_dir) / "latest"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import on, query, wait_for
+from helpers import on, query, validate, wait_for
 
 STAND_INS = Path(__file__).resolve().parents[1] / "stand_ins"
 
@@ -69,7 +69,7 @@ def test_the_simulated_ups_is_on_line_and_every_node_watches_it(lab_ups):
     assert wait_for(lambda: set(on("mgmt1", "upsc -c ups@127.0.0.1").split()) == addresses, 30), addresses
 
 
-def test_on_battery_drains_the_compute_nodes_and_power_back_resumes_them(lab_ups):
+def test_on_battery_drains_the_compute_nodes_the_report_fails_and_power_back_resumes_them(lab_ups, tmp_path):
     assert reason("gpu1") == ""
     since = on("mgmt1", "date +%s.%N")
     on("mgmt1", "scontrol update nodename=gpu2 state=drain reason='lab: disk swap'")
@@ -81,6 +81,13 @@ def test_on_battery_drains_the_compute_nodes_and_power_back_resumes_them(lab_ups
         # The UPS collector -> node exporter -> Prometheus.
         on_battery = 'gpulab_ups_on_battery{instance="mgmt1",ups="ups"}'
         assert wait_for(lambda: [r["value"][1] for r in query(on_battery)[on_battery]] == ["1"], 60)
+        # The report fails while the cluster runs on battery, and says so on the UPS host.
+        run, report, _latest = validate(tmp_path / "on-battery")
+        assert run.returncode == 2 and report["verdict"] == "fail"
+        (found,) = [r for r in report["nodes"]["mgmt1"]["sections"]["host"]["checks"] if r["check"] == "ups"]
+        assert (found["status"], found["code"]) == ("fail", "UPS_ON_BATTERY"), found
+        assert found["message"].startswith("ups@127.0.0.1 runs on battery (battery 80 %, 600 s of runtime)")
+        assert reason("gpu1") == "gpulab: ups: on battery"  # the ups role's drain, left alone by validate.yml
 
         simulate("OL", 100)
         assert wait_for(lambda: reason("gpu1") == "", 60), reason("gpu1")

@@ -65,7 +65,7 @@ RUN = [
     (r"ansible-playbook -i inventory/mylab playbooks/validate\.yml", "playbooks/site.yml", "validate.yml"),
     (
         r"ansible-playbook -i inventory/mylab playbooks/validate\.yml --skip-tags validate_long",
-        "tests/lab/test_faults.py",
+        "tests/lab/helpers.py",
         '"playbooks/validate.yml", "--skip-tags", "validate_long"',
     ),
     (

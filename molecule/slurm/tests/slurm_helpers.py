@@ -31,18 +31,8 @@ def node_state(ctl, name):
     return state, reason
 
 
-FAKE_SMI = r"""#!/bin/bash
-# Test stand-in: nvidia-smi -L lists both GPUs (the node check is content); the health query answers
-# with the GPUs in /usr/local/share/gpulab-query.csv, the version query with their driver, the memory query
-# with those GPUs idle (no process).
-case "$*" in
-  -L) printf 'GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)\nGPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)\n' ;;
-  *--query-gpu=driver_version*) cut -d, -f5 /usr/local/share/gpulab-query.csv | tr -d ' ' ;;
-  *--query-gpu=pci.bus_id,memory*) cut -d, -f4 /usr/local/share/gpulab-query.csv | sed 's/$/, 0, 24564/' ;;
-  *--query-compute-apps=*) ;;
-  *--query-gpu=*) cat /usr/local/share/gpulab-query.csv ;;
-esac
-"""
+# Test stand-in: nvidia-smi answering from /usr/local/share/gpulab-query.csv (see the script).
+FAKE_SMI = (ROOT / "tests/stand_ins/nvidia-smi-query.sh").read_text()
 # Two healthy GeForce GPUs as nvidia-smi reports them (no ECC: n/a, which passes).
 TWO_GPUS = (ROOT / "tests/unit/fixtures/nvidia_smi/query_rtx4090_550.csv").read_text()
 

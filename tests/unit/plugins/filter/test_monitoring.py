@@ -119,3 +119,34 @@ def test_every_monitoring_problem_at_once_each_naming_its_variable():
         ["mgmt1", "gpu1"], **{**GOOD_SETTINGS, "ups_collector": False, "ups_target": "", "alert_receiver": {"url": "x"}}
     ) == ["monitoring_alert_receiver needs a type: webhook or email"]
     assert receiver_address({"type": "webhook", "url": "http://x"}) == "http://x"
+
+
+MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
+IMPORTED = re.compile(
+    r"from ansible_collections\.gpulab\.cluster\.plugins\.module_utils(?:\.(\w+))? import \(?([\w, ]*)"
+)
+
+
+def module_utils_imported(text):
+    """The module_utils files a source imports (`from ...module_utils import a, b` or `...module_utils.a import x`)."""
+    names = set()
+    for module, imported in IMPORTED.findall(text):
+        names |= {module} if module else {name.strip() for name in imported.split(",")}
+    return {f"{name}.py" for name in names}
+
+
+def test_each_collector_is_given_every_module_utils_it_imports_and_they_import():
+    """A collector runs on the node with only its `code` list copied beside it: one missing fails at import there."""
+    roles = Path(__file__).resolve().parents[4] / "roles" / "monitoring"
+    table = yaml.safe_load((roles / "vars" / "main.yml").read_text())["__monitoring_collector_table"]
+    for entry in table:
+        collector = entry["collector"]
+        needed, todo = (
+            set(),
+            module_utils_imported((roles / "templates" / f"gpulab_{collector['name']}_metrics.py.j2").read_text()),
+        )
+        while todo:
+            name = todo.pop()
+            needed.add(name)
+            todo |= module_utils_imported((MODULE_UTILS / name).read_text()) - needed
+        assert sorted(needed) == sorted(collector["code"]), collector["name"]

@@ -7,6 +7,7 @@ from ansible_collections.gpulab.cluster.plugins.filter.network_plan import (
     node_address,
     node_addresses,
     plan_problems,
+    planned_mtus,
 )
 
 PLAN = {
@@ -78,6 +79,16 @@ def test_node_addresses_prefers_explicit_management_address():
     }
     assert node_addresses(hostvars, ["a", "b"], PLAN) == {"a": "10.10.0.11", "b": "10.10.0.99"}
     assert node_addresses(hostvars, ["a", "b"], PLAN, "compute") == {"a": "10.20.0.11", "b": "10.20.0.12"}
+
+
+def test_planned_mtus_hold_management_and_the_node_s_classes_to_the_plan():
+    plan = {**PLAN, "networks": {**PLAN["networks"], "compute": {"subnet": "10.20.0.0/24", "mtu": 9000}}}
+    hostvars = {"b": {"gpulab_node_index": 2, "gpulab_address": "10.10.0.99"}}
+    assert planned_mtus(hostvars, "b", plan, ["compute", "storage"]) == [
+        {"traffic_class": "management", "address": "10.10.0.99", "mtu": 1500},
+        {"traffic_class": "compute", "address": "10.20.0.12", "mtu": 9000},
+    ]
+    assert planned_mtus({"c": {}}, "c", plan, ["compute"]) == []  # not placed by the plan: nothing to hold it to
 
 
 def test_node_addresses_needs_an_index_or_address():

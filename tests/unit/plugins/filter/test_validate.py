@@ -117,8 +117,13 @@ def test_results_gathered_per_host_with_missing_ones_empty():
             "rdma": {},
             "nccl": {},
             "network": {"a": 1},
+            "host": {},
         },
-        "mgmt1": {"reached": False, "versions": None, "gpu": {}, "slurm": {}, "rdma": {}, "nccl": {}, "network": {}},
+        "mgmt1": {
+            "reached": False,
+            "versions": None,
+            **{section: {} for section in ("gpu", "slurm", "rdma", "nccl", "network", "host")},
+        },
     }
 
 

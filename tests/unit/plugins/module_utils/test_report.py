@@ -74,6 +74,7 @@ def test_build_gives_one_verdict_and_orders_failures():
         "rdma": "skipped",
         "nccl": "skipped",
         "network": "pass",
+        "host": "not run",  # an inventory of reports from before the clock and MTU checks
     }
     assert data["cluster"]["consistency"]["status"] == "pass"  # os passed; no driver anywhere is not a fault
     assert data["network_matrix"] == {"gpu1": {"gpu2": 9.3}, "gpu2": {"gpu1": None}}

@@ -80,3 +80,34 @@ def test_the_textfile_passes_promtool(fixture):
     text = ups.render("ups", ups.parse_upsc(fixture))
     run = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_report_passes_a_ups_on_line_and_fails_one_on_battery():
+    on_line = ups.ups_record(0, DUMMY, "", "ups@127.0.0.1")
+    assert (on_line.status, on_line.value, on_line.message) == (
+        "pass",
+        100,
+        "ups@127.0.0.1 is on line (OL, battery 100 %, 1800 s of runtime)",
+    )
+    on_battery = ups.ups_record(0, ON_BATTERY, "", "ups@mgmt1")
+    assert (on_battery.status, on_battery.code) == ("fail", "UPS_ON_BATTERY")
+    assert on_battery.message.startswith(
+        "ups@mgmt1 runs on battery (battery 38 %, 612 s of runtime): the ups role drains"
+    )
+    low = ups.ups_record(0, ON_BATTERY.replace("OB DISCHRG", "OB DISCHRG LB"), "", "ups@mgmt1")
+    assert (low.status, low.code) == ("fail", "UPS_LOW_BATTERY")
+    assert "on battery and low (OB DISCHRG LB," in low.message
+
+
+@pytest.mark.parametrize(
+    ("rc", "out", "err", "said"),
+    [
+        (1, "", "Error: Connection failure: Connection refused", "(Error: Connection failure: Connection refused)"),
+        (124, "", "", "(exit 124)"),
+        (0, "battery.charge: 100\n", "", "(upsc gave no ups.status)"),
+    ],
+)
+def test_a_ups_that_cannot_be_read_fails(rc, out, err, said):
+    record = ups.ups_record(rc, out, err, "ups@mgmt1")
+    assert (record.status, record.code) == ("fail", "UPS_UNREACHABLE")
+    assert record.message.startswith(f"upsc ups@mgmt1 failed {said}: upsd or its driver does not answer")
