@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-MGMT_ADDRESS = "172.30.100.11"
+MGMT_ADDRESS = "172.30.103.11"
 
 
 def test_base_tools_installed(host):
@@ -14,8 +14,8 @@ def test_base_tools_installed(host):
 
 def test_hosts_lists_every_inventory_host(host):
     hosts = host.file("/etc/hosts").content_string
-    assert "172.30.100.11\tcommon-mgmt\n" in hosts
-    assert "172.30.100.12\tcommon-gpu\n" in hosts
+    assert "172.30.103.11\tcommon-mgmt\n" in hosts
+    assert "172.30.103.12\tcommon-gpu\n" in hosts
     assert "# BEGIN gpulab managed: cluster hosts from the inventory" in hosts
     # The name resolves through the file, from both nodes.
     assert host.check_output("getent hosts common-mgmt").split()[0] == MGMT_ADDRESS
@@ -32,7 +32,7 @@ def test_management_node_serves_time(host):
     if host.backend.get_hostname() != "common-mgmt":
         pytest.skip("management node only")
     conf = host.file("/etc/chrony/chrony.conf").content_string
-    assert "allow 172.30.100.0/24" in conf
+    assert "allow 172.30.103.0/24" in conf
     assert "local stratum 10" in conf
     assert "pool " not in conf  # common_ntp_upstream is empty in tests: no traffic leaves
 
