@@ -28,6 +28,7 @@ ALL_COMPONENTS = COMPONENTS + tuple(FRAMEWORKS)
 
 _DRIVER = re.compile(r"Kernel Module(?: for x86_64)?\s+(\d+\.\d+(?:\.\d+)?)")
 _SMI_DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+_VBIOS = re.compile(r"^[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f]{2}){3,5}$")  # 96.00.74.00.01, 95.02.3C.40.B6
 _NVCC = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 _SLURM = re.compile(r"^slurm(?:-wlm)? (\S+)")
 
@@ -39,9 +40,21 @@ def parse_driver_proc(text: str) -> str | None:
 
 
 def parse_smi_driver(text: str) -> str | None:
-    """`nvidia-smi --query-gpu=driver_version --format=csv,noheader` -> '550.127.05' (one line per GPU)."""
-    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    """`nvidia-smi --query-gpu=driver_version[,...] --format=csv,noheader` -> '550.127.05' (one line per GPU)."""
+    first = text.strip().splitlines()[0].split(",")[0].strip() if text.strip() else ""
     return first if _SMI_DRIVER.match(first) else None
+
+
+def parse_smi_vbios(text: str) -> str | None:
+    """`nvidia-smi --query-gpu=driver_version,vbios_version --format=csv,noheader` -> the GPUs' VBIOS versions,
+    distinct ones in GPU order joined by ' / '; None when a line has none ('[N/A]', a stand-in's output)."""
+    found: list[str] = []
+    for line in text.strip().splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != 2 or not _VBIOS.match(fields[1]):
+            return None
+        found += [] if fields[1] in found else [fields[1]]
+    return " / ".join(found) or None
 
 
 def parse_nvcc(text: str) -> str | None:

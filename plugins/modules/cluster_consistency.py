@@ -38,8 +38,8 @@ options:
     type: dict
     default: {}
   smi_timeout:
-    description: With I(versions) unset, seconds C(nvidia-smi) may take to say the driver where C(/proc) does not.
-      A wedged driver hangs it; the driver is then left unknown and the other versions still come.
+    description: With I(versions) unset, seconds C(nvidia-smi) may take to say the driver (where C(/proc) does not)
+      and the GPUs' VBIOS. A wedged driver hangs it; both are then left unknown and the other versions still come.
     type: int
     default: 30
 extends_documentation_fragment:
@@ -62,7 +62,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 versions:
-  description: This node's versions (collect) - os, kernel, driver, cuda, nccl, slurm, frameworks; null where absent.
+  description:
+    - This node's versions (collect) - os, kernel, driver, cuda, nccl, slurm, frameworks, and C(vbios) (the GPUs'
+      firmware, distinct versions joined by C( / )); null where absent.
+    - C(vbios) is not a component to compare across nodes (they may hold other GPUs); doctor.yml compares it with the
+      node's own baseline.
   returned: when collecting
   type: dict
   sample: {os: Debian 12, kernel: 6.1.0-37-amd64, driver: 550.127.05, cuda: 12.4.131, nccl: 2.21.5,
@@ -125,14 +129,14 @@ def _linked_nccl() -> str | None:
     return v.nccl_version_from_code(code.value)
 
 
-def _smi_driver(module: AnsibleModule) -> str | None:
-    """The driver nvidia-smi reports; None where there is none, or nvidia-smi does not answer in time."""
+def _smi_versions(module: AnsibleModule) -> tuple[str | None, str | None]:
+    """(driver, VBIOS) as nvidia-smi reports them; None where there is none, or nvidia-smi does not answer in time."""
     smi = module.get_bin_path("nvidia-smi")
     if not smi:
-        return None
-    deadline = module.params["smi_timeout"]
-    rc, out, _err = run_with_deadline([smi, "--query-gpu=driver_version", "--format=csv,noheader"], deadline)
-    return v.parse_smi_driver(out) if rc == 0 else None
+        return None, None
+    query = [smi, "--query-gpu=driver_version,vbios_version", "--format=csv,noheader"]
+    rc, out, _err = run_with_deadline(query, module.params["smi_timeout"])
+    return (v.parse_smi_driver(out), v.parse_smi_vbios(out)) if rc == 0 else (None, None)
 
 
 def collect(module: AnsibleModule) -> dict[str, str | None]:
@@ -148,6 +152,7 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
     if nvcc:
         rc, out, _err = module.run_command([nvcc, "--version"])
         cuda = v.parse_nvcc(out) if rc == 0 else None
+    smi_driver, vbios = _smi_versions(module)
     nccl = v.parse_dpkg_version(run("dpkg-query", "-W", "-f", "${Version}", "libnccl2")) or _linked_nccl()
     frameworks: dict[str, str] = {}
     for site in glob.glob(os.path.join(module.params["python_env"], "lib", "python3*", "site-packages")):
@@ -156,7 +161,9 @@ def collect(module: AnsibleModule) -> dict[str, str | None]:
         "os": _os_release(),
         "kernel": platform.release(),
         # The loaded kernel module; nvidia-smi where /proc does not show it (a container with the GPUs passed in).
-        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version")) or _smi_driver(module),
+        "driver": v.parse_driver_proc(_read("/proc/driver/nvidia/version")) or smi_driver,
+        # Firmware: compared with the node's own baseline (doctor.yml), not across nodes, which may hold other GPUs.
+        "vbios": vbios,
         "cuda": cuda,
         "nccl": nccl,
         "slurm": v.parse_slurm(run("slurmd", "-V")),

@@ -135,6 +135,19 @@ def test_a_version_that_moved_on_one_node_warns():
     assert [c["check"] for c in data["changed_since"]["changes"]] == ["gpu2 version.nccl"]
 
 
+def test_a_gpu_flashed_with_another_vbios_since_the_baseline_warns():
+    flashed = {"gpu1": VERSIONS, "gpu2": {**VERSIONS, "vbios": "96.00.A5.00.1B"}}
+    old = stored()
+    old["versions"]["gpu2"] = {**VERSIONS, "vbios": "96.00.A5.00.1A"}
+    data = run(versions=flashed, baseline=report.Baseline("b.json", old))
+    change = by_check(data)["gpu2 version.vbios"]
+    assert (change["code"], change["baseline"], change["value"]) == (
+        "BASELINE_VERSION_CHANGED",
+        "96.00.A5.00.1A",
+        "96.00.A5.00.1B",
+    )
+
+
 def test_a_metric_the_baseline_had_and_this_run_could_not_measure_warns():
     old = stored()
     checks = old["cluster"]["nccl_across"]["checks"]

@@ -24,6 +24,7 @@ def test_parsers():
     assert v.parse_smi_driver("550.127.05\n550.127.05\n") == "550.127.05"
     assert v.parse_smi_driver("Failed to initialize NVML: Driver/library version mismatch\n") is None
     assert v.parse_smi_driver("") is None
+    assert v.parse_smi_driver("580.159.04, 96.00.A5.00.1A\n") == "580.159.04"
     assert v.parse_slurm("slurm-wlm 22.05.8\n") == "22.05.8"
     assert v.parse_slurm("slurm 23.11.4\n") == "23.11.4"
     assert v.parse_dpkg_version("2.21.5-1+cuda12.4") == "2.21.5"
@@ -107,3 +108,13 @@ def test_a_framework_no_node_has_does_not_apply_unless_required():
     assert (record.status, record.code) == ("fail", "VERSION_MISSING")
     [record] = v.compare(versions, ("cuda",))
     assert record.status == "unavailable"  # the GPU stack's components stay "could not check"
+
+
+def test_the_vbios_is_read_per_node_with_distinct_versions_in_gpu_order():
+    # The H200's VBIOS as its `nvidia-smi -q -x` gave it on the lent machine (fixtures/nvidia_smi/q_x_h200_580.xml).
+    assert v.parse_smi_vbios("580.159.04, 96.00.A5.00.1A\n") == "96.00.A5.00.1A"
+    two = "550.127.05, 95.02.3C.40.B6\n550.127.05, 95.02.3C.40.B6\n550.127.05, 95.02.18.80.5F\n"
+    assert v.parse_smi_vbios(two) == "95.02.3C.40.B6 / 95.02.18.80.5F"
+    assert v.parse_smi_vbios("550.127.05, [N/A]\n") is None
+    assert v.parse_smi_vbios("550.127.05\n") is None  # a stand-in that answers the driver alone
+    assert v.parse_smi_vbios("") is None

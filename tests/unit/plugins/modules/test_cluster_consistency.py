@@ -144,7 +144,7 @@ def test_a_node_with_another_torch_or_none_fails(run_module):
 
 
 def test_collect_reads_the_driver_from_nvidia_smi_under_a_deadline(run_module, monkeypatch, tmp_path):
-    """Where /proc has no driver (a container), nvidia-smi answers; one that hangs leaves the driver unknown."""
+    """Where /proc has no driver (a container), nvidia-smi answers, with the VBIOS; one that hangs leaves both unknown."""
     monkeypatch.setattr(cluster_consistency, "CUDA_NVCC", str(tmp_path / "no-nvcc"))
     monkeypatch.setattr(
         cluster_consistency.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: f"/usr/bin/{name}"
@@ -158,11 +158,15 @@ def test_collect_reads_the_driver_from_nvidia_smi_under_a_deadline(run_module, m
 
     monkeypatch.setattr(cluster_consistency, "run_with_deadline", run_with_deadline)
     answers = {}
-    for answer in [(0, "550.127.05\n550.127.05\n", ""), (124, "", "nvidia-smi did not answer in 30 s")]:
+    for answer in [
+        (0, "550.127.05, 95.02.3C.40.B6\n550.127.05, 95.02.3C.40.B6\n", ""),
+        (124, "", "nvidia-smi did not answer in 30 s"),
+    ]:
         result, failed = run_module(
             cluster_consistency.main, {"smi_timeout": 5}, run_command=lambda *a, **k: (1, "", "")
         )
         assert not failed
-        answers[answer[0]] = result["versions"]["driver"]
-    assert answers == {0: "550.127.05", 124: None}
-    assert deadlines[0] == (["/usr/bin/nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], 5)
+        answers[answer[0]] = (result["versions"]["driver"], result["versions"]["vbios"])
+    assert answers == {0: ("550.127.05", "95.02.3C.40.B6"), 124: (None, None)}
+    query = ["/usr/bin/nvidia-smi", "--query-gpu=driver_version,vbios_version", "--format=csv,noheader"]
+    assert deadlines[0] == (query, 5)
