@@ -24,6 +24,8 @@ TOLERANCES = {
     "ecc_corrected": 1000.0,  # absolute: new correctable ECC errors since the baseline
     "counters": 0.0,  # absolute: new uncorrectable ECC, remapped rows, retired pages, XIDs, bus drops
     "pcie_width": 0.0,  # absolute: lanes lost
+    "pcie_gen": 0.0,  # absolute: a lower PCIe generation under load
+    "clocks": 0.10,  # relative: the lowest SM clock under the benchmark's load
     "ceph_osds": 0.0,  # absolute: Ceph OSDs up, lost
 }
 
@@ -45,6 +47,8 @@ RULES = (
     Rule("ecc_corrected", r"\.ecc_corrected$", False, False),
     Rule("counters", r"\.(ecc_uncorrected|row_remap|retired_pages)$|^xid$|^gpu_bus$", False, False),
     Rule("pcie_width", r"\.pcie_width$", True, False),
+    Rule("pcie_gen", r"\.pcie_gen$", True, False),
+    Rule("clocks", r"\.sm_clock$", True, True, ("MHz",)),
     Rule("ceph_osds", r"^ceph\.osds$", True, False),
 )
 # Keys every gpulab report has (report.build).

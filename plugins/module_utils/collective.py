@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from ansible_collections.gpulab.cluster.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     Check,
     at_least,
@@ -247,6 +248,77 @@ def _weak(ddp: dict[str, Any]) -> Check | None:
     )
 
 
+def _gpu_under_load(host: str, gpu: dict[str, Any]) -> list[Check]:
+    """One GPU as it ran the DDP steps: the doctor compares each value with the baseline's."""
+    name = f"load.{host}.gpu{gpu['index']}"
+    seen = f"in {gpu['samples']} reading(s) during the DDP steps"
+    records = []
+    if gpu.get("temperature_max") is not None:
+        records.append(
+            passed(
+                f"{name}.temperature",
+                f"hottest {gpu['temperature_max']} C {seen}",
+                value=gpu["temperature_max"],
+                unit="C",
+            )
+        )
+    if gpu.get("sm_clock_min") is not None:
+        top = f" of {gpu['sm_clock_max']} MHz" if gpu.get("sm_clock_max") else ""
+        records.append(
+            passed(
+                f"{name}.sm_clock",
+                f"SM clock at least {gpu['sm_clock_min']} MHz{top} {seen}",
+                value=gpu["sm_clock_min"],
+                threshold=gpu.get("sm_clock_max"),
+                unit="MHz",
+            )
+        )
+    if gpu.get("pcie_width_min") is not None:
+        records.append(
+            passed(f"{name}.pcie_width", f"PCIe x{gpu['pcie_width_min']} under load", value=gpu["pcie_width_min"])
+        )
+    gen, top = gpu.get("pcie_gen_min"), gpu.get("pcie_gen_max")
+    if gen is not None and top is not None and gen < top:
+        records.append(
+            warned(
+                f"{name}.pcie_gen",
+                f"PCIe gen {gen} under load; the card and slot allow gen {top}: the BIOS's PCIe speed, the riser",
+                value=gen,
+                threshold=top,
+                code="PCIE_GEN",
+            )
+        )
+    elif gen is not None:
+        records.append(passed(f"{name}.pcie_gen", f"PCIe gen {gen} under load", value=gen, threshold=top))
+    reasons = smi.throttle_reasons(gpu.get("event_mask"))
+    slowed = [r for r in reasons if r in smi.THROTTLE_FAIL | smi.THROTTLE_WARN]
+    if slowed:
+        records.append(
+            warned(
+                f"{name}.clock_events",
+                f"clocks slowed under load by {', '.join(slowed)}: airflow, the room, the PSU (`nvidia-smi -q -d "
+                "PERFORMANCE`)",
+                value=reasons,
+                code="GPU_HW_SLOWDOWN",
+            )
+        )
+    else:
+        said = ", ".join(reasons) or "none"
+        records.append(passed(f"{name}.clock_events", f"clock event reasons under load: {said}", value=reasons))
+    return records
+
+
+def under_load(result: dict[str, Any]) -> list[Check]:
+    """Each host's GPUs as they ran the DDP steps; nothing on CPU (gloo), where there is no GPU to read."""
+    records = []
+    for host, read in sorted((result.get("under_load") or {}).items()):
+        if read.get("error") and not read.get("gpus"):
+            records.append(unavailable(f"load.{host}", f"the GPUs could not be read under load: {read['error']}"))
+        for gpu in read.get("gpus") or []:
+            records += _gpu_under_load(host, gpu)
+    return records
+
+
 def evaluate(
     result: dict[str, Any],
     healthy: float = HEALTHY,
@@ -310,4 +382,4 @@ def evaluate(
                 code="SCALING_POOR",
             )
         )
-    return records
+    return records + under_load(result)

@@ -10,13 +10,18 @@ least --min-step-ms, so the step is compute-bound and not launch-bound. Then:
 - strong scaling: that global batch on 1 worker (T1) and split over N workers (TN):
   efficiency = T1 / (N * TN);
 - weak scaling: that batch on every one of N workers (TW): efficiency = T1 / TW.
+On GPUs, each node's first rank reads its GPUs with nvidia-smi while the DDP steps run (hottest,
+lowest SM clock, narrowest PCIe link, clock event reasons): rank 0 reports them per host.
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import socket
+import subprocess
+import threading
 import time
 
 import torch
@@ -29,6 +34,86 @@ KIB, MIB = 1024, 1024**2
 SIZES = {"cuda": [4 * KIB * 4**i for i in range(10)], "cpu": [4 * KIB, 64 * KIB, MIB, 16 * MIB]}
 # Model per device: on GPUs 8 x 4096 (134M parameters, a 537 MB gradient to all-reduce every step).
 SHAPES = {"cuda": (4096, 8), "cpu": (1024, 4)}
+
+
+# What the GPUs do under load, and the clock event reasons (their name before driver 535 second).
+LOAD_QUERY = (
+    "index,temperature.gpu,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current"
+)
+REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+
+
+def number(text):
+    """An nvidia-smi value as an int ('0x...' masks too); None for [N/A], [Not Supported] and the like."""
+    text = text.strip()
+    try:
+        return int(text, 16) if text.startswith("0x") else int(float(text))
+    except ValueError:
+        return None
+
+
+def merge_sample(gpus, line):
+    """Fold one nvidia-smi line (LOAD_QUERY, then the reasons mask) into gpus {index: what was seen}."""
+    index, temperature, clock, clock_max, gen, gen_max, width, mask = (number(f) for f in line.split(","))
+    seen = gpus.setdefault(index, {"index": index, "samples": 0, "event_mask": 0})
+    seen["samples"] += 1
+    for key, value, pick in (
+        ("temperature_max", temperature, max),
+        ("sm_clock_min", clock, min),
+        ("sm_clock_max", clock_max, max),
+        ("pcie_gen_min", gen, min),
+        ("pcie_gen_max", gen_max, max),
+        ("pcie_width_min", width, min),
+    ):
+        if value is not None:
+            seen[key] = pick(seen[key], value) if key in seen else value
+    seen["event_mask"] |= mask or 0
+
+
+class LoadSampler:
+    """Reads the node's GPUs every `every` seconds in a thread (the first reading after `every`, once the
+    load is on), and once more at the end when none was taken; a reading that fails is kept as the error."""
+
+    def __init__(self, every=0.5, smi="nvidia-smi"):
+        self.every, self.smi, self.gpus, self.error = every, smi, {}, None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpu-load", daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(15)
+        if not self.gpus and self.error is None:
+            self.sample()
+
+    def _run(self):
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    def sample(self):
+        for reasons in REASON_FIELDS:
+            query = [self.smi, f"--query-gpu={LOAD_QUERY},{reasons}", "--format=csv,noheader,nounits"]
+            try:
+                run = subprocess.run(query, capture_output=True, text=True, timeout=10, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                self.error = f"nvidia-smi: {exc}"
+                return
+            if run.returncode == 0:
+                break
+        else:
+            self.error = f"nvidia-smi exited {run.returncode}: {(run.stderr or run.stdout).strip()[:200]}"
+            return
+        try:
+            for line in run.stdout.strip().splitlines():
+                merge_sample(self.gpus, line)
+        except ValueError as exc:  # a line with another number of fields
+            self.error = f"nvidia-smi printed {run.stdout.strip()[:200]!r}: {exc}"
+
+    def report(self):
+        return {"host": socket.gethostname(), "gpus": [self.gpus[i] for i in sorted(self.gpus)], "error": self.error}
 
 
 def parse_args():
@@ -172,8 +257,12 @@ def main():
     dist.broadcast(shared, 0)
     batch, t1 = int(shared[0].item()), shared[1].item()
     per_worker = max(batch // world, 1)
-    tn = ddp_step_time(width, depth, per_worker, args.steps, device, local_rank, use_cuda)
-    tw = ddp_step_time(width, depth, batch, args.steps, device, local_rank, use_cuda)
+    sampler = LoadSampler() if use_cuda and local_rank == 0 else None
+    with sampler or contextlib.nullcontext():
+        tn = ddp_step_time(width, depth, per_worker, args.steps, device, local_rank, use_cuda)
+        tw = ddp_step_time(width, depth, batch, args.steps, device, local_rank, use_cuda)
+    under_load = [None] * world
+    dist.all_gather_object(under_load, sampler.report() if sampler else None)
     params = parameter_count(width, depth)
 
     if rank == 0:
@@ -185,6 +274,8 @@ def main():
             "hosts": sorted(set(hosts)),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "allreduce": sweep,
+            # Per host: its GPUs under the DDP steps' load (GPUs only).
+            "under_load": {r["host"]: r for r in under_load if r} if use_cuda else None,
             "ddp": {
                 "scaling": "strong",
                 "global_batch": batch,

@@ -23,18 +23,28 @@ def gpu_result(temperature=33.0, ecc_corrected=0, ecc_uncorrected=0):
     return {"checks": [c.as_dict() for c in checks]}
 
 
+# One GPU as the benchmark worker reads it under load (tests/unit/test_bench_under_load.py).
+LOADED = {
+    "index": 0, "samples": 4, "temperature_max": 66, "sm_clock_min": 1965, "sm_clock_max": 1980,
+    "pcie_gen_min": 5, "pcie_gen_max": 5, "pcie_width_min": 16, "event_mask": 0x4,
+}  # fmt: skip
+
+
 def run(
     nccl="current_2node_roce_pass.txt",
     versions=None,
     generated="2026-12-04T09:00:00+00:00",
     baseline=None,
     osd_stat=None,
+    load=None,
     **gpu,
 ):
     """A two-node cluster's report: each node's GPU, nccl-tests across both, the gloo benchmark; with osd_stat
     (a recorded `ceph osd stat`), Ceph's OSDs."""
     across = nccl_tests.parse_text((FIXTURES / "nccl" / nccl).read_text())
     bench = collective.parse_result((FIXTURES / "collective" / "gloo-2nodes-cpu.json").read_text())
+    if load:  # gpu1's GPU under the benchmark's load, as the worker reports it on GPUs
+        bench["under_load"] = {"gpu1": {"host": "gpu1", "error": None, "gpus": [{**LOADED, **load}]}}
     nodes = {
         host: {"reached": True, "versions": dict((versions or {}).get(host, VERSIONS)), "gpu": gpu_result(**gpu)}
         for host in ("gpu1", "gpu2")
@@ -122,6 +132,25 @@ def test_gpu_metrics_against_their_tolerances(gpu, failing):
         assert regression["check"] == f"gpu1 {failing[0]}" and regression["baseline"] != regression["value"]
 
 
+@pytest.mark.parametrize(
+    ("load", "failing"),
+    [
+        ({}, []),
+        ({"sm_clock_min": 1800}, []),  # 8.4 % lower: inside 10 %
+        ({"sm_clock_min": 1700}, ["load.gpu1.gpu0.sm_clock"]),  # 13.5 % lower
+        ({"temperature_max": 72}, ["load.gpu1.gpu0.temperature"]),  # 6 C hotter under load
+        ({"pcie_gen_min": 4}, ["load.gpu1.gpu0.pcie_gen"]),
+        ({"pcie_width_min": 8}, ["load.gpu1.gpu0.pcie_width"]),
+    ],
+)
+def test_the_gpus_under_load_against_their_tolerances(load, failing):
+    old = json.loads(json.dumps(run(generated=BASELINE_DATE, load={"samples": 4})))
+    data = run(baseline=report.Baseline("b.json", old), load={**load, "samples": 3})
+    assert sorted(r["check"].split(" ", 1)[1] for r in data["changed_since"]["regressions"]) == failing
+    compared = {key[2] for key in bl.metrics(data) if key[2].startswith("load.")}
+    assert compared == {f"load.gpu1.gpu0.{m}" for m in ("temperature", "sm_clock", "pcie_gen", "pcie_width")}
+
+
 def test_a_version_that_moved_on_one_node_warns():
     moved = {"gpu1": VERSIONS, "gpu2": {**VERSIONS, "nccl": "2.29.1"}}
     data = run(versions=moved, baseline=report.Baseline("b.json", stored()))
@@ -200,7 +229,7 @@ def test_tolerances_that_are_not_numbers_are_refused_naming_them():
     assert bl.tolerance_problems({"bandwidth": "fast", "speed": 1, "time": -0.1, "counters": True}, "t") == [
         "t.bandwidth must be a number of at least 0, got 'fast'",
         "t.speed is no metric family; use one of bandwidth, time, efficiency, temperature, ecc_corrected, "
-        "counters, pcie_width, ceph_osds",
+        "counters, pcie_width, pcie_gen, clocks, ceph_osds",
         "t.time must be a number of at least 0, got -0.1",
         "t.counters must be a number of at least 0, got True",
     ]

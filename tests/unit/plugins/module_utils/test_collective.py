@@ -220,3 +220,45 @@ def test_a_worker_ended_by_a_signal_is_told_from_one_that_raised():
     }
     assert cb.ended_by_signal(recorded)
     assert not cb.ended_by_signal(recorded.replace("exitcode  : -6", "exitcode  : 1"))
+
+
+# What the worker's sampler folds two readings of a two-GPU node into (tests/unit/test_bench_under_load.py).
+UNDER_LOAD = {
+    "vm": {
+        "host": "vm",
+        "error": None,
+        "gpus": [
+            {"index": 0, "samples": 2, "temperature_max": 66, "sm_clock_min": 1965, "sm_clock_max": 1980,
+             "pcie_gen_min": 5, "pcie_gen_max": 5, "pcie_width_min": 16, "event_mask": 0x4},
+            {"index": 1, "samples": 2, "temperature_max": 74, "sm_clock_min": 1755, "sm_clock_max": 1980,
+             "pcie_gen_min": 4, "pcie_gen_max": 5, "pcie_width_min": 16, "event_mask": 0x84},
+        ],
+    },
+    "vm2": {"host": "vm2", "error": "nvidia-smi exited 18: Failed to initialize NVML", "gpus": []},
+}  # fmt: skip
+
+
+def test_the_gpus_under_load_are_records_of_their_own():
+    result = cb.parse_result(RECORDED.with_name("nccl-1gpu-h200.json").read_text())
+    result["under_load"] = UNDER_LOAD
+    records = [r for r in cb.evaluate(result) if r.check.startswith("load.")]
+    assert [(r.check, r.status, r.value, r.code) for r in records] == [
+        ("load.vm.gpu0.temperature", "pass", 66, None),
+        ("load.vm.gpu0.sm_clock", "pass", 1965, None),
+        ("load.vm.gpu0.pcie_width", "pass", 16, None),
+        ("load.vm.gpu0.pcie_gen", "pass", 5, None),
+        ("load.vm.gpu0.clock_events", "pass", ["sw_power_cap"], None),
+        ("load.vm.gpu1.temperature", "pass", 74, None),
+        ("load.vm.gpu1.sm_clock", "pass", 1755, None),
+        ("load.vm.gpu1.pcie_width", "pass", 16, None),
+        ("load.vm.gpu1.pcie_gen", "warn", 4, "PCIE_GEN"),
+        ("load.vm.gpu1.clock_events", "warn", ["sw_power_cap", "hw_power_brake_slowdown"], "GPU_HW_SLOWDOWN"),
+        ("load.vm2", "unavailable", None, None),
+    ]
+    assert records[1].message == "SM clock at least 1965 MHz of 1980 MHz in 2 reading(s) during the DDP steps"
+    assert records[8].message.startswith("PCIe gen 4 under load; the card and slot allow gen 5")
+    assert (
+        records[10].message == "the GPUs could not be read under load: nvidia-smi exited 18: Failed to initialize NVML"
+    )
+    # On CPU (gloo) there is nothing to read: no records, not "unavailable".
+    assert not [r for r in cb.evaluate(cb.parse_result(RECORDED.read_text())) if r.check.startswith("load.")]

@@ -144,7 +144,7 @@ def test_a_node_with_another_torch_or_none_fails(run_module):
 
 
 def test_collect_reads_the_driver_from_nvidia_smi_under_a_deadline(run_module, monkeypatch, tmp_path):
-    """Where /proc has no driver (a container), nvidia-smi answers, with the VBIOS; one that hangs leaves both unknown."""
+    """Where /proc has no driver (a container), nvidia-smi answers with the VBIOS too; one that hangs: both unknown."""
     monkeypatch.setattr(cluster_consistency, "CUDA_NVCC", str(tmp_path / "no-nvcc"))
     monkeypatch.setattr(
         cluster_consistency.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: f"/usr/bin/{name}"
