@@ -77,6 +77,9 @@ def validate_problems(
     positive("bench_min_busbw_gbs", required=False)
     positive("efficiency_healthy", upper=1)
     positive("efficiency_acceptable", upper=1)
+    positive("smi_timeout", required=False)
+    positive("clock_offset_max_ms", required=False)
+    positive("idle_gpu_minutes", required=False)
     healthy, acceptable = _number(settings.get("efficiency_healthy")), _number(settings.get("efficiency_acceptable"))
     if healthy is not None and acceptable is not None and acceptable > healthy:
         problems.append(

@@ -7,10 +7,18 @@ Pure functions; the slurm_accounting, slurm_drain and slurm_health modules run t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, not_applicable, passed, warned
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
+    Check,
+    failed,
+    not_applicable,
+    passed,
+    unavailable,
+    warned,
+)
 
 
 class SlurmParseError(ValueError):
@@ -393,3 +401,103 @@ def scheduler_health(
         )
     )
     return records
+
+
+# One node list's part, and the GRES a job holds on it: "Nodes=gpu[1-2] CPU_IDs=0 Mem=200 GRES=gpu:1(IDX:0)".
+_JOB_NODES = re.compile(r"\bNodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=(\S*)")
+_GPU_IDX = re.compile(r"\bgpu(?::[^:(]+)?:\d+\(IDX:([0-9,-]+)\)")
+
+
+def _numbers(ranges: str) -> list[str]:
+    """ "0-1,3" -> ["0", "1", "3"], keeping each number's zero padding ("01-03" -> "01", "02", "03")."""
+    out = []
+    for part in ranges.split(","):
+        low, _sep, high = part.partition("-")
+        out += [str(n).zfill(len(low)) for n in range(int(low), int(high or low) + 1)]
+    return out
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's compressed host list ("gpu[1-2,05],mgmt1") -> the host names."""
+    hosts = []
+    for prefix, ranges, suffix in re.findall(r"([^,\[]+)(?:\[([^\]]+)\])?([^,\[]*)", text):
+        hosts += [f"{prefix}{n}{suffix}" for n in _numbers(ranges)] if ranges else [prefix + suffix]
+    return hosts
+
+
+def running_gpu_jobs(text: str) -> list[dict[str, Any]]:
+    """`scontrol -d -o show job` -> the running jobs that hold GPUs: {job, name, user, runtime_s, gpus: [(node,
+    index)]}; the index is Slurm's GRES IDX, the position in gres.conf's File=/dev/nvidia[0-N]."""
+    jobs = []
+    for line in text.splitlines():
+        fields = dict(word.split("=", 1) for word in line.split() if "=" in word)
+        if fields.get("JobState") != "RUNNING":
+            continue
+        gpus = [
+            (node, index)
+            for nodes, gres in _JOB_NODES.findall(line)
+            for node in expand_hostlist(nodes)
+            for ranges in _GPU_IDX.findall(gres)
+            for index in _numbers(ranges)
+        ]
+        if gpus:
+            jobs.append(
+                {
+                    "job": fields["JobId"],
+                    "name": fields.get("JobName", ""),
+                    "user": fields.get("UserId", "").split("(", 1)[0],
+                    "runtime_s": slurm_seconds(fields.get("RunTime", "")) or 0,
+                    "gpus": gpus,
+                }
+            )
+    return jobs
+
+
+def gpu_busy(answer: Any) -> dict[tuple[str, str], float]:
+    """Prometheus's answer to max_over_time(gpulab_gpu_utilization_ratio[...]) (its data.result vector) ->
+    {(node, GPU index): the highest utilization in the window}."""
+    if not isinstance(answer, list):
+        raise SlurmParseError(f"not a Prometheus vector: {str(answer)[:200]!r}")
+    return {(r["metric"]["instance"], r["metric"]["gpu"]): float(r["value"][1]) for r in answer}
+
+
+def idle_gpus(jobs: list[dict[str, Any]], busy: dict[tuple[str, str], float] | str, minutes: int) -> Check:
+    """GPUs that running jobs hold and that did nothing in the last `minutes` (reported as a warning: the job may
+    be loading data, but a GPU held idle for long is one nobody else can use). busy: gpu_busy's map, or why
+    Prometheus could not be asked. Jobs younger than the window are not judged."""
+    check = "slurm.idle_gpus"
+    if not jobs:
+        return not_applicable(check, "no running job holds a GPU")
+    if isinstance(busy, str):
+        return unavailable(check, f"GPU utilization could not be read from Prometheus: {busy}")
+    judged = [job for job in jobs if job["runtime_s"] >= minutes * 60]
+    held = [(job, gpu) for job in judged for gpu in job["gpus"]]
+    unread = [f"{node} GPU {index}" for _job, (node, index) in held if (node, index) not in busy]
+    idle = [(job, (node, index)) for job, (node, index) in held if busy.get((node, index)) == 0]
+    if not judged:
+        return not_applicable(check, f"every running job that holds a GPU started less than {minutes} min ago")
+    younger = (
+        f"; {len(jobs) - len(judged)} job(s) younger than {minutes} min not judged" if len(judged) < len(jobs) else ""
+    )
+    if idle:
+        said = "; ".join(
+            f"job {job['job']} {job['name']} ({job['user']}) on {node} GPU {index}" for job, (node, index) in idle
+        )
+        return warned(
+            check,
+            f"{len(idle)} GPU(s) held by running jobs did nothing in the last {minutes} min: {said}{younger}",
+            value=len(idle),
+            threshold=0,
+            code="GPU_IDLE_IN_JOB",
+        )
+    if unread and len(unread) == len(held):
+        return unavailable(check, f"no utilization in Prometheus for {', '.join(unread)}: is the GPU collector up?")
+    missing = f"; no utilization for {', '.join(unread)}" if unread else ""
+    return passed(
+        check,
+        f"{len(held) - len(unread)} GPU(s) in {len(judged)} running job(s) busy within the last {minutes} min"
+        + missing
+        + younger,
+        value=0,
+        threshold=0,
+    )

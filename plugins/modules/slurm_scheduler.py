@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Check the Slurm controller's scheduling setup: preemption as slurmctld runs it, and the QOS tiers in accounting."""
+"""Check the Slurm controller's scheduling: preemption as slurmctld runs it, the QOS tiers, and GPUs held idle."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ description:
   - Without I(preemption) and with preemption off in slurmctld, C(slurm.preemption) does not apply (C(n/a)).
     With I(preemption), a controller that does not preempt by QOS fails (C(SLURM_PREEMPTION_OFF)), as does a
     tier of I(tiers) missing from accounting (C(SLURM_QOS_MISSING)).
+  - With I(gpu_utilization), C(slurm.idle_gpus) - every GPU a running job has held for at least I(idle_gpu_minutes)
+    (C(scontrol -d -o show job), its GRES index) that did nothing in that time warns (C(GPU_IDLE_IN_JOB)). Slurm's
+    index is the GPU's place in gres.conf's C(/dev/nvidia[0-N]), matched with the GPU collector's C(gpu) label
+    (NVML's index); both follow the PCI order under NVIDIA's driver.
   - Where Slurm is not installed (no C(scontrol)), the record is C(unavailable).
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
@@ -28,6 +32,16 @@ options:
     type: list
     elements: str
     default: []
+  gpu_utilization:
+    description:
+      - Prometheus's answer to C(max_over_time(gpulab_gpu_utilization_ratio[Nm])) (its C(data.result) vector, each
+        GPU's C(instance) and C(gpu) labels with its highest utilization), or why Prometheus could not be asked (a
+        string). Unset - no C(slurm.idle_gpus) record.
+    type: raw
+  idle_gpu_minutes:
+    description: The window of I(gpu_utilization); jobs that started less long ago are not judged.
+    type: int
+    default: 30
 extends_documentation_fragment:
   - gpulab.cluster.checks
   - gpulab.cluster.read_only
@@ -40,6 +54,13 @@ EXAMPLES = r"""
     tiers: [scavenger, normal, interactive]
   delegate_to: mgmt1
   run_once: true
+
+- name: Also report GPUs that running jobs hold idle (utilization from Prometheus over 30 minutes)
+  gpulab.cluster.slurm_scheduler:
+    gpu_utilization: "{{ busy.json.data.result }}"
+    idle_gpu_minutes: 30
+  delegate_to: mgmt1
+  run_once: true
 """
 
 RETURN = r"""
@@ -49,22 +70,28 @@ status:
   type: str
 checks:
   description:
-    - Records C(slurm.preemption) and, with I(preemption), C(slurm.qos) (its value - the tiers as sacctmgr shows them).
+    - Records C(slurm.preemption) and, with I(preemption), C(slurm.qos) (its value - the tiers as sacctmgr shows them);
+      with I(gpu_utilization), C(slurm.idle_gpus) (its value - how many GPUs were idle).
   returned: always
   type: list
   elements: dict
 """
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
-from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import start
+from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, start
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
 
-ARGUMENT_SPEC = dict(preemption=dict(type="bool", default=False), tiers=dict(type="list", elements="str", default=[]))
+ARGUMENT_SPEC = dict(
+    preemption=dict(type="bool", default=False),
+    tiers=dict(type="list", elements="str", default=[]),
+    gpu_utilization=dict(type="raw"),
+    idle_gpu_minutes=dict(type="int", default=30),
+)
 TIMEOUT = ["timeout", "30"]  # a hung slurmctld or slurmdbd is a finding, not a wait
 
 
 def main() -> None:
-    module = start(ARGUMENT_SPEC, lambda p: None)
+    module = start(ARGUMENT_SPEC, lambda p: None, {"idle_gpu_minutes": AT_LEAST_1})
     p = module.params
     if not module.get_bin_path("scontrol"):
         exit_with_records(
@@ -83,9 +110,24 @@ def main() -> None:
         if rows is None:
             message = f"sacctmgr show qos failed ({(qerr or qout).strip()[:200]}): is slurmdbd running?"
             exit_with_records(module, [failed("slurm.qos", message, code="SLURM_DBD_UNREACHABLE")])
-    exit_with_records(
-        module, slurm.scheduler_health((rc, out if rc == 0 else err or out), rows, p["preemption"], p["tiers"])
-    )
+    records = slurm.scheduler_health((rc, out if rc == 0 else err or out), rows, p["preemption"], p["tiers"])
+    if p["gpu_utilization"] is not None:
+        records.append(idle_gpus(module, p["gpu_utilization"], p["idle_gpu_minutes"]))
+    exit_with_records(module, records)
+
+
+def idle_gpus(module, answer, minutes):
+    """slurm.idle_gpus: the running jobs' GPUs against Prometheus's answer (or why there is none)."""
+    rc, out, err = module.run_command([*TIMEOUT, "scontrol", "-d", "-o", "show", "job"])
+    if rc != 0:
+        return failed(
+            "slurm.idle_gpus", f"scontrol show job failed: {(err or out).strip()[:200]}", code="SLURM_CTLD_UNREACHABLE"
+        )
+    try:
+        busy = answer if isinstance(answer, str) else slurm.gpu_busy(answer)
+    except (slurm.SlurmParseError, KeyError, IndexError, TypeError, ValueError) as exc:
+        busy = f"not Prometheus's answer: {exc}"
+    return slurm.idle_gpus(slurm.running_gpu_jobs(out), busy, minutes)
 
 
 if __name__ == "__main__":

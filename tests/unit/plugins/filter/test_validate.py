@@ -39,10 +39,14 @@ def test_unknown_host_zero_gpus_and_negative_threshold():
 
 def test_types_and_ranges():
     settings = settings_with(net_hosts="gpu1", net_min_ratio=1.5, net_streams=True, fail_on="sometimes")
+    settings.update(validation_smi_timeout=0, validation_clock_offset_max_ms="soon", validation_idle_gpu_minutes=-5)
     assert validate_problems(settings, HOSTS, {"gpu1": None, "gpu2": None}) == [
         "validation_net_hosts must be a list of inventory hosts, got 'gpu1'",
         "validation_net_min_ratio must be in (0, 1], got 1.5",
         "validation_net_streams must be greater than 0, got True",
+        "validation_smi_timeout must be greater than 0, got 0",
+        "validation_clock_offset_max_ms must be greater than 0, got 'soon'",
+        "validation_idle_gpu_minutes must be greater than 0, got -5",
         "validation_fail_on must be one of fail, warn, never, got 'sometimes'",
     ]
 

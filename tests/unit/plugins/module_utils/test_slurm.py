@@ -292,3 +292,68 @@ def test_scheduler_health_with_preemption_off_does_not_apply():
     assert [(r.status, r.message) for r in slurm.scheduler_health((0, off), [], False, [])] == [
         ("n/a", "preemption is off (slurm_preemption: false)")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "hosts"),
+    [
+        ("slurm-gpu[1-2]", ["slurm-gpu1", "slurm-gpu2"]),
+        ("gpu[01-03,07],mgmt1", ["gpu01", "gpu02", "gpu03", "gpu07", "mgmt1"]),
+        ("node7", ["node7"]),
+    ],
+)
+def test_slurm_host_lists_expand(text, hosts):
+    assert slurm.expand_hostlist(text) == hosts
+
+
+def test_running_jobs_are_read_with_the_gpus_they_hold_on_each_node():
+    jobs = slurm.running_gpu_jobs((FIXTURES / "scontrol-d-show-job-gpus.txt").read_text())
+    assert [(j["job"], j["name"], j["user"], j["gpus"]) for j in jobs] == [
+        ("7", "train", "root", [("slurm-gpu1", "0"), ("slurm-gpu2", "0")]),
+        ("8", "nlp", "root", [("slurm-gpu2", "1")]),
+    ]
+    assert [j["runtime_s"] for j in jobs] == [4, 1]
+
+
+# Prometheus's answer to max_over_time(gpulab_gpu_utilization_ratio[30m]), as its HTTP API gives data.result.
+def busy(values):
+    return [
+        {"metric": {"__name__": "x", "instance": node, "gpu": gpu, "uuid": f"GPU-{node}-{gpu}"}, "value": [1.7e9, v]}
+        for (node, gpu), v in values.items()
+    ]
+
+
+def test_a_gpu_a_running_job_holds_and_never_used_is_reported():
+    jobs = slurm.running_gpu_jobs((FIXTURES / "scontrol-d-show-job-gpus.txt").read_text())
+    for job in jobs:
+        job["runtime_s"] = 3600
+    answer = {("slurm-gpu1", "0"): "0.97", ("slurm-gpu2", "0"): "0", ("slurm-gpu2", "1"): "0.4"}
+    record = slurm.idle_gpus(jobs, slurm.gpu_busy(busy(answer)), 30)
+    assert (record.status, record.code, record.value) == ("warn", "GPU_IDLE_IN_JOB", 1)
+    assert record.message == (
+        "1 GPU(s) held by running jobs did nothing in the last 30 min: job 7 train (root) on slurm-gpu2 GPU 0"
+    )
+    answer[("slurm-gpu2", "0")] = "0.01"
+    record = slurm.idle_gpus(jobs, slurm.gpu_busy(busy(answer)), 30)
+    assert (record.status, record.message) == ("pass", "3 GPU(s) in 2 running job(s) busy within the last 30 min")
+
+
+def test_young_jobs_missing_series_and_no_prometheus_are_not_called_idle():
+    jobs = slurm.running_gpu_jobs((FIXTURES / "scontrol-d-show-job-gpus.txt").read_text())
+    assert slurm.idle_gpus(jobs, {}, 30).status == "n/a"  # both started seconds ago
+    jobs[0]["runtime_s"] = 3600
+    record = slurm.idle_gpus(jobs, slurm.gpu_busy(busy({("slurm-gpu1", "0"): "0.5"})), 30)
+    assert (record.status, record.message) == (
+        "pass",
+        "1 GPU(s) in 1 running job(s) busy within the last 30 min; no utilization for slurm-gpu2 GPU 0; "
+        "1 job(s) younger than 30 min not judged",
+    )
+    assert slurm.idle_gpus(jobs, {}, 30).status == "unavailable"
+    refused = slurm.idle_gpus(jobs, "Status code was -1: Connection refused", 30)
+    assert (refused.status, refused.message) == (
+        "unavailable",
+        "GPU utilization could not be read from Prometheus: Status code was -1: Connection refused",
+    )
+    assert slurm.idle_gpus([], {}, 30).status == "n/a"
+    with pytest.raises(slurm.SlurmParseError):
+        slurm.gpu_busy({"status": "error"})

@@ -80,3 +80,28 @@ def test_slurm_scheduler_names_slurmdbd_when_accounting_does_not_answer(run_modu
         result, failed = run_module(slurm_scheduler.main, {"preemption": True}, run_command=run)
     assert failed and result["checks"][0]["code"] == "SLURM_DBD_UNREACHABLE"
     assert "Problem talking to the database" in result["checks"][0]["message"]
+
+
+def test_slurm_scheduler_reports_a_gpu_a_job_holds_idle_when_given_prometheus_s_answer(run_module):
+    jobs = (
+        (FIXTURES / "slurm" / "scontrol-d-show-job-gpus.txt").read_text().replace("RunTime=00:00:0", "RunTime=01:00:0")
+    )
+    idle = [{"metric": {"instance": "slurm-gpu2", "gpu": "1"}, "value": [1.7e9, "0"]}]
+    run, seen = answers({("scontrol", "show"): (0, CONFIG, ""), ("scontrol", "-d"): (0, jobs, "")})
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", return_value="/usr/bin/scontrol"):
+        result, failed = run_module(
+            slurm_scheduler.main, {"gpu_utilization": idle, "fail_on": "never"}, run_command=run
+        )
+        assert not failed and seen[-1][0] == ["scontrol", "-d", "-o", "show", "job"]
+        (record,) = [c for c in result["checks"] if c["check"] == "slurm.idle_gpus"]
+        assert (record["status"], record["code"]) == ("warn", "GPU_IDLE_IN_JOB")
+        assert record["message"] == (
+            "1 GPU(s) held by running jobs did nothing in the last 30 min: job 8 nlp (root) on slurm-gpu2 GPU 1"
+        )
+        result, failed = run_module(slurm_scheduler.main, {"gpu_utilization": {"oops": 1}}, run_command=run)
+        (record,) = [c for c in result["checks"] if c["check"] == "slurm.idle_gpus"]
+        assert record["status"] == "unavailable" and "not Prometheus's answer" in record["message"]
+        result, failed = run_module(slurm_scheduler.main, {}, run_command=run)
+        assert [c["check"] for c in result["checks"]] == ["slurm.preemption"]  # not asked: no record
+        result, failed = run_module(slurm_scheduler.main, {"idle_gpu_minutes": 0}, run_command=run)
+        assert failed and result["msg"] == "idle_gpu_minutes must be at least 1, got 0"
