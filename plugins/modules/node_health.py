@@ -134,9 +134,8 @@ def main() -> None:
         if upsc:
             records.append(ups.ups_record(*module.run_command([*TIMEOUT, upsc, p["ups"]]), p["ups"]))
         else:
-            records.append(
-                failed("ups", "upsc is not installed: the ups role is not applied here", code="UPS_UNREACHABLE")
-            )
+            # Could not check (check mode before the ups role installed NUT), not a fault of the UPS.
+            records.append(unavailable("ups", "upsc is not installed: the ups role is not applied here"))
     exit_with_records(module, records)
 
 

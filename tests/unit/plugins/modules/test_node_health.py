@@ -42,7 +42,10 @@ def test_on_the_ups_host_the_ups_is_read(run_module, bins):
     ]
     del bins["upsc"]
     result, failed = run_module(node_health.main, {"ups": "ups@127.0.0.1", "fail_on": "never"}, run_command=answer)
-    assert result["checks"][1]["message"] == "upsc is not installed: the ups role is not applied here"
+    assert (result["checks"][1]["status"], result["checks"][1]["message"]) == (
+        "unavailable",
+        "upsc is not installed: the ups role is not applied here",
+    )
 
 
 def test_without_chrony_the_clock_is_unavailable_and_no_links_read_nothing(run_module, bins):
