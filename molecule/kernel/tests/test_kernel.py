@@ -193,8 +193,8 @@ def test_luks_disk_is_open_and_mounted(vm):
 REJECTED = r"Unexpected CM event .* 8$|RDMA_CM_EVENT_REJECTED; error: 8\."
 
 
-def test_ib_write_bw_over_rdma_cm_completes(vm_host):
-    server, client = vm_host("kvm1"), vm_host("kvm2")
+def ib_write_bw(server, client):
+    """One ib_write_bw run over RDMA-CM between the VMs: the client's result."""
     # The server's own bound is long enough for a client that is slow to start under emulation.
     server.check_output(f"systemd-run --unit gpulab-test-bw timeout 300 ib_write_bw -d {RXE} -R -D 3")
     try:
@@ -211,12 +211,23 @@ def test_ib_write_bw_over_rdma_cm_completes(vm_host):
         while True:
             run = client.run(f"{bw}; rc=$?; exit $((rc == 255 ? 254 : rc))")
             if run.rc == 0 or not re.search(REJECTED, run.stderr, re.M):
-                break
+                return run
             if time.monotonic() > deadline:
-                break
+                return run
             time.sleep(1)
     finally:
         server.run("systemctl stop gpulab-test-bw; systemctl reset-failed gpulab-test-bw")
+
+
+def test_ib_write_bw_over_rdma_cm_completes(vm_host):
+    server, client = vm_host("kvm1"), vm_host("kvm2")
+    run = ib_write_bw(server, client)
+    if run.rc == 124:
+        # Once in a CI run (2026-12-05) the client printed nothing for 90 s beside the other lane's load: Soft-RoCE
+        # under TCG emulation can lose its connection setup. One more run, with a new server, tells that apart
+        # from a path that does not work, which fails both.
+        print(f"ib_write_bw: the first client run timed out (stderr: {run.stderr.strip()[-300:]!r}); run again")
+        run = ib_write_bw(server, client)
     assert run.rc == 0, run.stdout + run.stderr
     assert "rdma_cm QPs\t : ON" in run.stdout
     # "#bytes #iterations BW peak BW average MsgRate": emulated, so reported, not judged.
