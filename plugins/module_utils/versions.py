@@ -23,6 +23,7 @@ FRAMEWORKS = {
     "scikit-learn": "scikit_learn",
     "tensorflow": "tensorflow",
     "jax": "jax",
+    "ray": "ray",
 }
 ALL_COMPONENTS = COMPONENTS + tuple(FRAMEWORKS)
 

@@ -13,8 +13,8 @@ description:
     its version for each component (C(compare)); run it once.
   - A component a node does not have (no driver on the management node) is not a mismatch, unless I(required)
     says the node must have it.
-  - The training frameworks (C(pytorch), C(deepspeed), C(webdataset), C(scikit-learn), C(tensorflow), C(jax)) are
-    read from the C(.dist-info) directories of the virtualenv I(python_env), without starting Python.
+  - The training frameworks (C(pytorch), C(deepspeed), C(webdataset), C(scikit-learn), C(tensorflow), C(jax),
+    C(ray)) are read from the C(.dist-info) directories of the virtualenv I(python_env), without starting Python.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -25,7 +25,8 @@ options:
     description: Components to compare.
     type: list
     elements: str
-    choices: [os, kernel, driver, cuda, nccl, slurm, pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax]
+    choices: [os, kernel, driver, cuda, nccl, slurm, pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax,
+      ray]
     default: [os, kernel, driver, cuda, nccl, slurm]
   python_env:
     description: With I(versions) unset, the training environment whose frameworks are read.

@@ -21,11 +21,11 @@ def training(extra_vars):
         (
             {"training_frameworks": ["pytorch", "mxnet", "caffe"]},
             "training_frameworks names frameworks gpulab does not know: mxnet, caffe"
-            " (known: pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax)",
+            " (known: pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax, ray)",
         ),
         (
             {"training_versions": {"webdataset": "1.0.2"}},
-            "training_versions has no pin for pytorch, deepspeed, scikit-learn",
+            "training_versions has no pin for pytorch, deepspeed, scikit-learn, ray",
         ),
         (
             {
@@ -34,6 +34,7 @@ def training(extra_vars):
                     "deepspeed": "0.19.8",
                     "webdataset": "latest",
                     "scikit-learn": "1.9.1",
+                    "ray": "2.60.0",
                 }
             },
             "training_versions must hold exact versions (like 2.13.0): pytorch is >=2.1, webdataset is latest",

@@ -16,6 +16,12 @@ OTHER = {"yaml", "python", "text"}
 # Each command in the manual: (its pattern, the file that runs the same thing, a string that file holds
 # where it does). The inventory differs (inventory/mylab in the manual, the lab's or a scenario's in tests).
 RUN = [
+    (
+        r"gpulab-sbatch ray -N 2 -- /opt/gpulab/jobs/tune_digits\.py.*",
+        "tests/lab/test_ray.py",
+        '"/opt/gpulab/jobs/tune_digits.py"',
+    ),
+    (r"ray status --address mgmt1:6379", "tests/lab/test_ray.py", "bin/ray status --address"),
     (r"gpulab-sbatch ddp -q scavenger .*", "tests/lab/test_preemption.py", '"-q", "scavenger"'),
     (
         r"srun -q interactive -N 2 --exclusive hostname",

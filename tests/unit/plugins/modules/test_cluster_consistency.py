@@ -77,7 +77,7 @@ def test_required_components_are_checked(run_module):
     result, failed = run_module(cluster_consistency.main, {"versions": versions, "required": {"gpu2": ["gpu"]}})
     assert failed and result["msg"] == (
         "required of gpu2 must be a list of: os, kernel, driver, cuda, nccl, slurm,"
-        " pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax"
+        " pytorch, deepspeed, webdataset, scikit-learn, tensorflow, jax, ray"
     )
 
 
