@@ -16,7 +16,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import cost
 from ansible_collections.gpulab.cluster.plugins.module_utils.checks import NOT_APPLICABLE, SEVERITY, STATUSES
 
 NODE_SECTIONS = ("gpu", "slurm", "rdma", "nccl", "network", "host")
-CLUSTER_SECTIONS = ("consistency", "scheduler", "ceph", "nccl_across", "collective", "training")
+CLUSTER_SECTIONS = ("consistency", "scheduler", "ceph", "ray", "nccl_across", "collective", "training")
 TITLES = {
     "gpu": "GPU health",
     "slurm": "Slurm",
@@ -27,6 +27,7 @@ TITLES = {
     "consistency": "Versions",
     "scheduler": "Slurm scheduler",
     "ceph": "Ceph",
+    "ray": "Ray",
     "nccl_across": "NCCL (across nodes)",
     "collective": "Collectives and scaling",
     "training": "Training smoke benchmark",
@@ -51,6 +52,9 @@ NEXT_STEPS = {
     "`--tags slurm` to write slurm.conf and the QOS tiers again.",
     "ceph": "On a monitor host: `ceph health detail`, `ceph osd tree`; on the storage node: "
     "`systemctl status ceph-osd@N`, `journalctl -u ceph-osd@N`.",
+    "ray": "On the head: `systemctl status gpulab-ray-head`, `ray status`; on a missing worker: `systemctl status "
+    "gpulab-ray-worker`, `journalctl -u gpulab-ray-worker` (a version refused by gpulab-ray-check is named there); "
+    "rerun `--tags ray`.",
     "nccl_across": "Compare each node's own nccl-tests run and the network matrix: one slow node or link slows "
     "the whole ring.",
     "collective": "Compare with the network matrix above: a slow pair slows every collective. Rerun validate.yml "

@@ -1,8 +1,9 @@
-"""What the lab tests share: a command on a node, a PromQL query on mgmt1's Prometheus, a bounded wait, a quick
-validate.yml run."""
+"""What the lab tests share: a command on a node, a PromQL query on mgmt1's Prometheus, a bounded wait, a job
+from a template, a playbook run, a quick validate.yml run."""
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -43,6 +44,37 @@ def wait_for(condition, seconds, step=3):
     while not (value := condition()) and time.monotonic() < deadline:
         time.sleep(step)
     return value
+
+
+def submit(work, name, *args, env="", node="gpu1", job="ddp"):
+    """gpulab-sbatch `job` on `node`, its output in `work` (on CephFS), then the job's end, asked every second
+    (sbatch --wait asks at doubling intervals up to 32 s); -> (rc: 0 when the job COMPLETED, job output, stderr)."""
+    command = f"cd {work} && {env} gpulab-sbatch {job} -J {name} --output {work}/{name}-%j.out " + " ".join(
+        shlex.quote(a) for a in args
+    )
+    run = subprocess.run(["docker", "exec", node, "sh", "-c", command], capture_output=True, text=True, check=False)
+    submitted = re.search(r"Submitted batch job (\d+)", run.stdout)
+    if not submitted:
+        return run.returncode or 1, "", run.stderr
+    number = submitted.group(1)
+    assert wait_for(lambda: on(node, f"squeue -h -j {number} 2>/dev/null || :") == "", 600, step=1)
+    state = re.search(r" JobState=(\S+) .* ExitCode=(\S+)", on(node, f"scontrol -o show job {number}"))
+    output = on("gpu2", f"cat {work}/{name}-{number}.out")
+    return (0 if state.group(1) == "COMPLETED" else 1), output, f"{run.stderr}{state.group(0)}"
+
+
+def playbook(path, *args, timeout=300):
+    """ansible-playbook on the lab (ansible.cfg's inventory), its output uncoloured; -> the finished run."""
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    return subprocess.run(
+        ["ansible-playbook", path, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def validate(report_dir, *inventories, drain=False, smi_timeout=30):

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    "playbook, tag", [("gpu_stack", "container_runtime"), ("gpu_stack", "nccl"), ("training", "training")]
+    "playbook, tag",
+    [("gpu_stack", "container_runtime"), ("gpu_stack", "nccl"), ("training", "training"), ("training", "ray")],
 )
 def test_a_tagged_run_works_and_changes_nothing(playbook, tag, tmp_path):
     run = ansible_runner.run(

@@ -10,9 +10,10 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from helpers import READ_STEP, STEPS_PER_EPOCH, on, wait_for
+from helpers import READ_STEP, STEPS_PER_EPOCH, on, playbook, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = "/mnt/cephfs/lab-training"  # job output and checkpoints of these tests, on CephFS
@@ -28,19 +29,7 @@ EXPORT_DIGITS = (
 
 
 def submit(name, *args, env="", node="gpu1", job="ddp"):
-    """gpulab-sbatch on `node`, then the job's end, asked every second (sbatch --wait asks at doubling intervals
-    up to 32 s); -> (rc: 0 when the job COMPLETED, job output, stderr)."""
-    command = f"cd {WORK} && {env} gpulab-sbatch {job} -J {name} --output {WORK}/{name}-%j.out " + " ".join(
-        shlex.quote(a) for a in args
-    )
-    run = subprocess.run(["docker", "exec", node, "sh", "-c", command], capture_output=True, text=True, check=False)
-    job = re.search(r"Submitted batch job (\d+)", run.stdout)
-    if not job:
-        return run.returncode or 1, "", run.stderr
-    assert wait_for(lambda: on(node, f"squeue -h -j {job.group(1)} 2>/dev/null || :") == "", 600, step=1)
-    state = re.search(r" JobState=(\S+) .* ExitCode=(\S+)", on(node, f"scontrol -o show job {job.group(1)}"))
-    output = on("gpu2", f"cat {WORK}/{name}-{job.group(1)}.out")
-    return (0 if state.group(1) == "COMPLETED" else 1), output, f"{run.stderr}{state.group(0)}"
+    return helpers.submit(WORK, name, *args, env=env, node=node, job=job)
 
 
 def result(output):
@@ -254,22 +243,14 @@ def test_a_job_given_a_missing_dataset_fails_before_it_is_queued(shared):
 
 
 def test_a_pin_the_sources_do_not_offer_is_refused_before_anything_is_installed():
-    pins = {"pytorch": "2.13.0", "deepspeed": "0.19.8", "webdataset": "0.0.999", "scikit-learn": "1.9.1"}
-    run = subprocess.run(
-        [
-            "ansible-playbook",
-            "playbooks/training.yml",
-            "--limit",
-            "gpu1",
-            "-e",
-            json.dumps({"training_versions": pins}),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    pins = {
+        "pytorch": "2.13.0",
+        "deepspeed": "0.19.8",
+        "webdataset": "0.0.999",
+        "scikit-learn": "1.9.1",
+        "ray": "2.60.0",
+    }
+    run = playbook("playbooks/training.yml", "--limit", "gpu1", "-e", json.dumps({"training_versions": pins}))
     assert run.returncode != 0
     assert (
         "Training settings: training_versions.webdataset is 0.0.999, which the configured sources"
