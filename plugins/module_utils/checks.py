@@ -23,6 +23,12 @@ SEVERITY = {NOT_APPLICABLE: -1, PASS: 0, UNAVAILABLE: 1, WARN: 2, FAIL: 3}
 FAIL_ON_CHOICES = ("fail", "warn", "never")
 
 
+def said(rc: int, out: str, err: str, limit: int = 200) -> str:
+    """What a command that failed said: its error output (else its output), cut to `limit` characters, or its
+    exit status where it said nothing."""
+    return (err or out).strip()[:limit] or f"exit {rc}"
+
+
 def as_number(value: Any) -> float | None:
     """A setting as a number (a numeric string from the command line too); None for anything else, bools too."""
     if isinstance(value, bool):

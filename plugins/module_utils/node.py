@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, said
 
 # chronyc tracking's "System time : 0.000001234 seconds slow of NTP time": how far the system clock is off.
 SYSTEM_TIME = re.compile(r"^System time\s*:\s*([0-9.]+) seconds (fast|slow) of NTP time\s*$", re.MULTILINE)
@@ -39,8 +39,9 @@ def parse_chrony_tracking(text: str) -> dict[str, Any]:
 def clock_record(rc: int, out: str, err: str, offset_max_ms: float) -> Check:
     """The node's clock as chronyc reports it: synchronised, and within offset_max_ms of its source."""
     if rc != 0:
-        said = (err or out).strip()[:160] or f"exit {rc}"
-        return failed("clock", f"chronyd does not answer ({said}): nothing keeps this clock", code="CLOCK_UNSYNCED")
+        return failed(
+            "clock", f"chronyd does not answer ({said(rc, out, err)}): nothing keeps this clock", code="CLOCK_UNSYNCED"
+        )
     try:
         tracking = parse_chrony_tracking(out)
     except NodeParseError as exc:
@@ -53,18 +54,18 @@ def clock_record(rc: int, out: str, err: str, offset_max_ms: float) -> Check:
         )
     offset_ms = round(tracking["offset_s"] * 1000, 3)
     way = "fast" if offset_ms >= 0 else "slow"
-    said = f"{abs(offset_ms):g} ms {way} of its time source ({tracking['reference']}, stratum {tracking['stratum']})"
+    reading = f"{abs(offset_ms):g} ms {way} of its time source ({tracking['reference']}, stratum {tracking['stratum']})"
     if abs(offset_ms) > offset_max_ms:
         return failed(
             "clock",
-            f"the clock is {said}, more than {offset_max_ms:g} ms: Ceph's monitors and munge credentials depend on "
+            f"the clock is {reading}, more than {offset_max_ms:g} ms: Ceph's monitors and munge credentials depend on "
             "agreeing clocks",
             value=offset_ms,
             threshold=offset_max_ms,
             unit="ms",
             code="CLOCK_SKEW",
         )
-    return passed("clock", f"the clock is {said}", value=offset_ms, threshold=offset_max_ms, unit="ms")
+    return passed("clock", f"the clock is {reading}", value=offset_ms, threshold=offset_max_ms, unit="ms")
 
 
 def parse_ip_addr(text: str) -> dict[str, tuple[str, int]]:

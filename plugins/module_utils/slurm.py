@@ -16,6 +16,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     failed,
     not_applicable,
     passed,
+    said,
     unavailable,
     warned,
 )
@@ -223,7 +224,7 @@ def left_out(run: Callable[[list[str]], tuple[int, str, str]], hosts: list[str])
     for host in hosts:
         rc, out, err = run(["scontrol", "-o", "show", "node", host])
         if rc != 0:
-            why[host] = f"unknown to Slurm ({(err or out).strip()[:200]})"
+            why[host] = f"unknown to Slurm ({said(rc, out, err)})"
             continue
         state, reason = parse_node_line(out.strip())
         if not schedulable(state):
@@ -480,12 +481,12 @@ def idle_gpus(jobs: list[dict[str, Any]], busy: dict[tuple[str, str], float] | s
         f"; {len(jobs) - len(judged)} job(s) younger than {minutes} min not judged" if len(judged) < len(jobs) else ""
     )
     if idle:
-        said = "; ".join(
+        named = "; ".join(
             f"job {job['job']} {job['name']} ({job['user']}) on {node} GPU {index}" for job, (node, index) in idle
         )
         return warned(
             check,
-            f"{len(idle)} GPU(s) held by running jobs did nothing in the last {minutes} min: {said}{younger}",
+            f"{len(idle)} GPU(s) held by running jobs did nothing in the last {minutes} min: {named}{younger}",
             value=len(idle),
             threshold=0,
             code="GPU_IDLE_IN_JOB",

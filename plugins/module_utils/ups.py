@@ -3,7 +3,7 @@ textfile collector. Pure functions; gpulab's UPS collector runs upsc."""
 
 from __future__ import annotations
 
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import Check, failed, passed, said
 from ansible_collections.gpulab.cluster.plugins.module_utils.prom_text import family
 
 # ups.status flags (NUT's docs/new-drivers.txt) that the alert rules and the report read.
@@ -76,10 +76,10 @@ def ups_record(rc: int, out: str, err: str, target: str) -> Check:
     except UpsParseError as exc:
         values, err = None, str(exc)
     if values is None:
-        said = (err or out).strip()[:160] or f"exit {rc}"
         return failed(
             "ups",
-            f"upsc {target} failed ({said}): upsd or its driver does not answer, so no node would learn of a power cut",
+            f"upsc {target} failed ({said(rc, out, err)}): upsd or its driver does not answer, so no node would "
+            "learn of a power cut",
             code="UPS_UNREACHABLE",
         )
     flags = status_flags(values)

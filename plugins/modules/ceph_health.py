@@ -51,7 +51,7 @@ checks:
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import ceph
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, NOT_NEGATIVE, start
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, said, unavailable
 
 ARGUMENT_SPEC = dict(expected_osds=dict(type="int"), timeout=dict(type="int", default=30))
 BOUNDS = {"expected_osds": NOT_NEGATIVE, "timeout": AT_LEAST_1}
@@ -62,10 +62,10 @@ def ask(module, what: list[str]) -> str:
     timeout = module.params["timeout"]
     rc, out, err = module.run_command(["timeout", str(timeout), "ceph", *what, "-f", "json"])
     if rc != 0:
-        said = f"did not answer in {timeout} s" if rc == 124 else f"failed: {(err or out).strip()[:200]}"
+        outcome = f"did not answer in {timeout} s" if rc == 124 else f"failed: {said(rc, out, err)}"
         record = failed(
             "ceph.health",
-            f"ceph {' '.join(what)} {said} (the monitors: systemctl status ceph-mon@*, ceph -s on a monitor host)",
+            f"ceph {' '.join(what)} {outcome} (the monitors: systemctl status ceph-mon@*, ceph -s on a monitor host)",
             code="CEPH_UNREACHABLE",
         )
         exit_with_records(module, [record])

@@ -78,6 +78,7 @@ limits:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import gpu_power, nvidia_smi
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import said
 
 
 def main() -> None:
@@ -95,7 +96,7 @@ def main() -> None:
     query = [smi, f"--query-gpu={','.join(nvidia_smi.POWER_FIELDS)}", "--format=csv,noheader,nounits"]
     rc, out, err = module.run_command(query, environ_update={"LC_ALL": "C"})
     if rc != 0:
-        module.fail_json(msg=f"{variable}: could not read the GPUs' power limits: {(err or out).strip()[:300]}")
+        module.fail_json(msg=f"{variable}: could not read the GPUs' power limits: {said(rc, out, err, 300)}")
     try:
         gpus = nvidia_smi.parse_power_csv(out)
     except nvidia_smi.GpuParseError as exc:
@@ -112,7 +113,7 @@ def main() -> None:
             rc, out, err = module.run_command([smi, *command])
             if rc != 0:
                 module.fail_json(
-                    msg=f"nvidia-smi {' '.join(command)} (GPU {change['index']}) failed: {(err or out).strip()[:300]}",
+                    msg=f"nvidia-smi {' '.join(command)} (GPU {change['index']}) failed: {said(rc, out, err, 300)}",
                     gpus=gpus,
                 )
     diff = {

@@ -78,7 +78,7 @@ import ipaddress
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import node, ups
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import NOT_NEGATIVE, start
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, said, unavailable
 
 ARGUMENT_SPEC = dict(
     clock_offset_max_ms=dict(type="float", default=50.0),
@@ -126,7 +126,7 @@ def main() -> None:
         except node.NodeParseError as exc:
             addresses, err = None, str(exc)
         if addresses is None:
-            records.append(failed("mtu", f"ip addr could not be read: {(err or out).strip()[:160]}"))
+            records.append(failed("mtu", f"ip addr could not be read: {said(rc, out, err)}"))
         else:
             records += node.mtu_records(addresses, p["links"])
     if p["ups"]:

@@ -62,7 +62,6 @@ import os
 from ansible_collections.gpulab.cluster.plugins.module_utils import ray
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import (
     AT_LEAST_1,
-    HUNG_RC,
     run_with_deadline,
     start,
 )
@@ -70,6 +69,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils.checks import (
     exit_with_records,
     failed,
     not_applicable,
+    said,
     unavailable,
 )
 
@@ -101,10 +101,9 @@ def main() -> None:
     argv = [f"{cluster['env_dir']}/bin/ray", "list", "nodes", "--format", "json", "--limit", "10000"]
     rc, out, err = run_with_deadline([*argv, "--address", cluster["dashboard"]], timeout)
     if rc != 0:
-        said = err.strip() if rc == HUNG_RC else (err or out).strip()[-300:] or f"exit {rc}"
         record = failed(
             "ray.workers",
-            f"the head {cluster['head']} ({cluster['dashboard']}) did not list its nodes: {said} "
+            f"the head {cluster['head']} ({cluster['dashboard']}) did not list its nodes: {said(rc, out, err, 300)} "
             "(on the head: systemctl status gpulab-ray-head, journalctl -u gpulab-ray-head)",
             code="RAY_HEAD_DOWN",
         )

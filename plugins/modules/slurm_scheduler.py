@@ -79,7 +79,7 @@ checks:
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, start
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, said, unavailable
 
 ARGUMENT_SPEC = dict(
     preemption=dict(type="bool", default=False),
@@ -121,7 +121,7 @@ def idle_gpus(module, answer, minutes):
     rc, out, err = module.run_command([*TIMEOUT, "scontrol", "-d", "-o", "show", "job"])
     if rc != 0:
         return failed(
-            "slurm.idle_gpus", f"scontrol show job failed: {(err or out).strip()[:200]}", code="SLURM_CTLD_UNREACHABLE"
+            "slurm.idle_gpus", f"scontrol show job failed: {said(rc, out, err)}", code="SLURM_CTLD_UNREACHABLE"
         )
     try:
         busy = answer if isinstance(answer, str) else slurm.gpu_busy(answer)

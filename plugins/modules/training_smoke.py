@@ -109,7 +109,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpulab.cluster.plugins.module_utils import collective as cb
 from ansible_collections.gpulab.cluster.plugins.module_utils import training as tr
 from ansible_collections.gpulab.cluster.plugins.module_utils.check_module import AT_LEAST_1, NOT_NEGATIVE, SHARE, start
-from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, unavailable
+from ansible_collections.gpulab.cluster.plugins.module_utils.checks import exit_with_records, failed, said, unavailable
 from ansible_collections.gpulab.cluster.plugins.module_utils.slurm import job_end, usable_hosts
 
 
@@ -119,7 +119,7 @@ def wait_for_job(module: AnsibleModule, job: str, seconds: float) -> tuple[str, 
     while time.monotonic() < deadline:
         rc, out, err = module.run_command(["scontrol", "-o", "show", "job", job])
         if rc != 0:  # no longer in slurmctld's memory (MinJobAge): it ended, how is unknown here
-            return "GONE", (err or out).strip()[:200]
+            return "GONE", said(rc, out, err)
         ended = job_end(out.strip())
         if ended:
             return ended
@@ -140,7 +140,7 @@ def run_once(module: AnsibleModule, hosts: list[str]) -> tuple[object, dict | No
     job = next((w for w in out.split() if w.isdigit()), None)
     if rc != 0 or job is None:
         return failed(
-            name, f"{os.path.basename(p['submit'])} exited {rc}: {(err or out).strip()[:300]}", code="SMOKE_FAILED"
+            name, f"{os.path.basename(p['submit'])} exited {rc}: {said(rc, out, err, 300)}", code="SMOKE_FAILED"
         ), None
     ended = wait_for_job(module, job, p["timeout"])
     written = glob.glob(output.replace("%j", job))
