@@ -152,3 +152,13 @@ def test_the_scheduler_section_shows_preemption_and_its_tiers(report):
     tiers = checks["slurm.qos"]["message"].split("; ")
     assert "scavenger: priority 0, preempted by normal, interactive (requeue, 120 s grace)" in tiers
     assert "interactive: priority 1000, at most 04:00:00" in tiers
+
+
+def test_the_ray_section_holds_both_workers_alive(report):
+    ray = report["cluster"]["ray"]
+    assert [(c["check"], c["status"]) for c in ray["checks"]] == [
+        ("ray.worker.gpu1", "pass"),
+        ("ray.worker.gpu2", "pass"),
+        ("ray.workers", "pass"),
+    ], ray
+    assert (ray["status"], ray["checks"][-1]["value"], ray["checks"][-1]["threshold"]) == ("pass", 2, 2)
