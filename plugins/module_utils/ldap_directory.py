@@ -31,6 +31,10 @@ def groups_dn(base_dn: str) -> str:
     return f"ou=groups,{base_dn}"
 
 
+def user_dn(base_dn: str, name: str) -> str:
+    return f"uid={name},{people(base_dn)}"
+
+
 def wanted_entries(base_dn: str, users: list[dict[str, Any]], groups: list[dict[str, Any]]) -> dict[str, tuple]:
     """dn -> (kind, attributes) for the two organizational units, each user and each group.
     users: [{name, uid, group, full_name, home, shell, disabled}]; groups: [{name, gid, members}];
@@ -54,7 +58,7 @@ def wanted_entries(base_dn: str, users: list[dict[str, Any]], groups: list[dict[
             "loginShell": [user.get("shell") or "/bin/bash"],
             "shadowExpire": [DISABLED_SHADOW_EXPIRE] if user.get("disabled") else [],
         }
-        entries[f"uid={name},{people(base_dn)}"] = ("user", attrs)
+        entries[user_dn(base_dn, name)] = ("user", attrs)
     for group in groups:
         attrs = {
             "objectClass": ["posixGroup"],
@@ -71,9 +75,9 @@ def _by_name(attrs: Attrs) -> dict[str, tuple[str, list[str]]]:
     return {name.lower(): (name, values) for name, values in attrs.items()}
 
 
-def modifications(kind: str, held: Attrs, wanted: Attrs) -> list[tuple[str, str, list[str]]]:
-    """What to replace in an entry the directory holds: [("replace", attribute, values)] for each managed
-    attribute whose values differ (an empty list deletes it). objectClass only gains classes, never loses one:
+def modifications(kind: str, held: Attrs, wanted: Attrs) -> list[tuple[str, list[str]]]:
+    """What to replace in an entry the directory holds: [(attribute, values)] for each managed attribute whose
+    values differ (an empty list deletes it). objectClass only gains classes, never loses one:
     an entry may carry classes of the operator's."""
     have = _by_name(held)
     changes = []
@@ -83,9 +87,9 @@ def modifications(kind: str, held: Attrs, wanted: Attrs) -> list[tuple[str, str,
         if name == "objectClass":
             missing = [c for c in values if c.lower() not in {v.lower() for v in current}]
             if missing:
-                changes.append(("replace", name, list(current) + missing))
+                changes.append((name, list(current) + missing))
         elif sorted(current) != sorted(values):
-            changes.append(("replace", name, list(values)))
+            changes.append((name, list(values)))
     return changes
 
 
@@ -119,9 +123,8 @@ def ssha(password: str, salt: bytes | None = None) -> str:
     return "{SSHA}" + base64.b64encode(digest + salt).decode()
 
 
-def config_changes(held: Attrs, wanted: dict[str, str]) -> list[tuple[str, str, list[str]]]:
-    """The replacements that make cn=config's single-valued settings (the TLS files) the wanted ones."""
+def config_changes(held: Attrs, wanted: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """The replacements, [(attribute, [value])], that make cn=config's single-valued settings (the TLS files)
+    the wanted ones."""
     have = _by_name(held)
-    return [
-        ("replace", name, [value]) for name, value in wanted.items() if have.get(name.lower(), (name, []))[1] != [value]
-    ]
+    return [(name, [value]) for name, value in wanted.items() if have.get(name.lower(), (name, []))[1] != [value]]

@@ -193,9 +193,9 @@ def run(module: AnsibleModule) -> dict:
     wanted_tls = {TLS_ATTRIBUTES[key]: path for key, path in p["tls"].items()}
     held_tls = decoded(config.search_s("cn=config", ldap.SCOPE_BASE, attrlist=list(wanted_tls))[0][1])
     tls = directory.config_changes(held_tls, wanted_tls)
-    result["tls_set"] = [change[1] for change in tls]
+    result["tls_set"] = [name for name, _values in tls]
     if tls and not module.check_mode:
-        config.modify_s("cn=config", [(ldap.MOD_REPLACE, change[1], encoded(change[2])) for change in tls])
+        config.modify_s("cn=config", [(ldap.MOD_REPLACE, name, encoded(values)) for name, values in tls])
 
     # Read with root's own identity (every attribute but passwords is readable); write as the admin.
     held = {dn: decoded(attrs) for dn, attrs in config.search_s(base_dn, ldap.SCOPE_SUBTREE, "(objectClass=*)")}
@@ -207,10 +207,10 @@ def run(module: AnsibleModule) -> dict:
         if action == "add":
             result["added"].append(dn)
         else:
-            result["modified"][dn] = [replacement[1] for replacement in change]
+            result["modified"][dn] = [name for name, _values in change]
     added = {dn.lower() for dn in result["added"]}
     for user in p["users"]:
-        dn = f"uid={user['name']},{directory.people(base_dn)}"
+        dn = directory.user_dn(base_dn, user["name"])
         if user.get("password") and (dn.lower() in added or not binds(dn, user["password"])):
             result["passwords_set"].append(user["name"])
 
@@ -221,10 +221,10 @@ def run(module: AnsibleModule) -> dict:
             if action == "add":
                 admin.add_s(dn, ldap.modlist.addModlist({name: encoded(v) for name, v in change.items()}))
             else:
-                admin.modify_s(dn, [(ldap.MOD_REPLACE, r[1], encoded(r[2]) or None) for r in change])
+                admin.modify_s(dn, [(ldap.MOD_REPLACE, name, encoded(values) or None) for name, values in change])
         for user in p["users"]:
             if user["name"] in result["passwords_set"]:
-                dn = f"uid={user['name']},{directory.people(base_dn)}"
+                dn = directory.user_dn(base_dn, user["name"])
                 admin.modify_s(dn, [(ldap.MOD_REPLACE, "userPassword", [directory.ssha(user["password"]).encode()])])
         admin.unbind_s()
     result["changed"] = bool(result["root_password_set"] or result["tls_set"] or steps or result["passwords_set"])

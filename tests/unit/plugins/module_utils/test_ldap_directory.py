@@ -84,8 +84,8 @@ def test_changed_attributes_are_replaced_names_and_dns_compared_without_case():
     action, change = steps["uid=alice,ou=people,dc=gpulab,dc=lan"]
     assert action == "modify"
     assert change == [
-        ("replace", "objectClass", ["inetOrgPerson", "posixAccount", "shadowAccount"]),
-        ("replace", "loginShell", ["/bin/bash"]),
+        ("objectClass", ["inetOrgPerson", "posixAccount", "shadowAccount"]),
+        ("loginShell", ["/bin/bash"]),
     ]
 
 
@@ -95,7 +95,7 @@ def test_disabling_sets_shadow_expire_and_enabling_again_deletes_it():
     enabled = [{**USERS[1], "disabled": False}]
     entries = directory.wanted_entries(BASE, enabled, GROUPS)
     assert directory.modifications("user", held_carol, entries["uid=carol,ou=people,dc=gpulab,dc=lan"][1]) == [
-        ("replace", "shadowExpire", [])
+        ("shadowExpire", [])
     ]
 
 
@@ -136,6 +136,6 @@ def test_config_changes_replace_only_the_tls_settings_that_differ():
         "olcTLSCertificateKeyFile": "/etc/ldap/tls/server.key",
     }
     assert directory.config_changes(held, wanted_tls) == [
-        ("replace", "olcTLSCertificateFile", ["/etc/ldap/tls/server.crt"]),
-        ("replace", "olcTLSCertificateKeyFile", ["/etc/ldap/tls/server.key"]),
+        ("olcTLSCertificateFile", ["/etc/ldap/tls/server.crt"]),
+        ("olcTLSCertificateKeyFile", ["/etc/ldap/tls/server.key"]),
     ]
