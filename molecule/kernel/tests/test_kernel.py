@@ -108,7 +108,7 @@ def check_management(name, host):
 def check_boot_config(name, host):
     """kvm1 opens data0 through Tang (no key on the node, nofail); kvm2 with its key file."""
     if name == TANG_CLIENT:
-        key, options = "none", "luks,discard,_netdev,nofail,timeout=30s"
+        key, options = "none", "luks,discard,_netdev,nofail,timeout=60s"
         mount_options = "defaults,noatime,_netdev,nofail"
     else:
         key, options = "/etc/gpulab/luks/data0.key", "luks,discard"
@@ -309,8 +309,9 @@ def booted_without_tang(rebooted, vm_host, ansible_playbook):
 
 def test_without_tang_the_boot_finishes_with_the_disk_closed(booted_without_tang, vm_host):
     host = vm_host(TANG_CLIENT)
-    # The unlock timeout (30 s) plus a boot under emulation; a boot waiting for a passphrase never ends.
-    assert booted_without_tang < 300
+    # A bound for a boot that waits for a passphrase forever, not a time to meet: the unlock timeout (60 s) plus a
+    # boot under emulation, which took 389 s once with the other lane's load on both cores.
+    assert booted_without_tang < 600
     assert host.run("systemctl is-failed systemd-cryptsetup@data0").stdout.strip() == "failed"
     assert host.run("cryptsetup status data0").rc != 0
     assert host.run("findmnt /scratch").rc == 1
