@@ -14,12 +14,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 # Lanes from measurement (docs/speed.md): the container scenarios share one Docker subnet and
-# so one lane; the QEMU VMs and the lab have networks of their own and fill the other. Molecule
+# so one lane; the QEMU VMs and the lab have networks of their own and fill the other, lint (no
+# network) at its end to even the lanes. Molecule
 # monitoring and common (subnets of their own too) float: the lane that finishes its own stages first
 # claims monitoring, then common unless the other lane has finished by then. With warm caches lane 1
 # finishes first and lane 2 takes common; on a fresh machine, where lane 2 builds the VM and test
 # images, lane 1 runs both.
-default_lanes="lint unit preflight network storage ceph gpu_stack slurm;kernel lab ee"
+default_lanes="unit preflight network storage ceph gpu_stack slurm;kernel lab ee lint"
 default_floating="monitoring common"
 lanes=${GPULAB_TEST_LANES:-$default_lanes}
 if [ -n "${GPULAB_TEST_LANES:-}" ]; then default_floating=""; fi
