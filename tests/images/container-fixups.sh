@@ -20,3 +20,5 @@ echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/gpulab-unsafe-io"
 rm -f "$root/usr/sbin/policy-rc.d"
 # apt takes packages through the test machine's package cache when one answers.
 "$(dirname "$0")/install-apt-proxy.sh" "$root"
+# Python keeps the bytecode of Ansible's module payloads.
+"$(dirname "$0")/install-pyc-cache.sh" "$root"
