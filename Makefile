@@ -14,7 +14,7 @@ WITH_CACHE = [ -n "$${GPULAB_PIP_CACHE+set}" ] || eval "$$(scripts/package-cache
 
 .PHONY: setup engine image ee lab lab-destroy doctor test test-lab test-ee lint test-unit molecule clean
 
-setup: $(VENV)/.installed .collections/ansible_collections/gpulab/cluster .cache/tools/promtool
+setup: $(VENV)/.installed $(VENV)/.compile-cache .collections/ansible_collections/gpulab/cluster .cache/tools/promtool
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "setup: $(PY) is required (ansible 12 supports Python 3.11)"; exit 1; }
@@ -22,6 +22,13 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > $(VENV)/requirements.txt
 	$(VENV)/bin/pip install -q -r $(VENV)/requirements.txt
+	touch $@
+
+# Ansible's workers keep what they compile (Jinja templates, collection plugins) in ~/.cache/gpulab-compile
+# and load this collection's filters before forking: see scripts/gpulab_compile_cache.py and docs/speed.md.
+$(VENV)/.compile-cache: scripts/gpulab_compile_cache.py $(VENV)/.installed
+	site=$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  cp scripts/gpulab_compile_cache.py "$$site/" && echo 'import gpulab_compile_cache' > "$$site/gpulab-compile-cache.pth"
 	touch $@
 
 .collections/ansible_collections/gpulab/cluster:

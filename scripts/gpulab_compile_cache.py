@@ -1,0 +1,237 @@
+"""The controller's .venv only (`make setup` installs it): keep what Ansible's workers compile, and load once.
+
+Ansible runs each task on each host in a worker process forked for it. There it compiles, and loses
+when the worker exits: every Jinja template string it templates (Jinja's own cache covers file
+templates only), and the code of every collection plugin it loads (the collection loader compiles the
+source and writes no bytecode). Here both are kept in a directory as code objects:
+- a template's, keyed by everything the generated code depends on: the template's source (or the
+  expression's syntax tree), the environment's syntax settings, Ansible's compile-time context, and the
+  Jinja and Ansible code that generates it (with this tree's filter and test plugins, whose decorators
+  shape the calls);
+- a plugin's, keyed by its source and file name.
+And before the first play the parent process loads the builtin filters and tests and this tree's own
+(preload()), which each worker loaded again otherwise (more than half of a worker's CPU, profiled on the
+lab, before the caches above). The same code runs as without any of this; anything unexpected falls back
+to what it replaces.
+GPULAB_COMPILE_CACHE=off turns it off; GPULAB_COMPILE_CACHE_DIR moves it (default ~/.cache/gpulab-compile).
+"""
+
+import contextlib
+import os
+import sys
+
+_ENABLED = os.environ.get("GPULAB_COMPILE_CACHE", "on") != "off"
+CACHE = os.environ.get("GPULAB_COMPILE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gpulab-compile")
+TREE = os.path.dirname(sys.prefix)  # the collection's tree, which holds the .venv
+CONNECTIONS = ("ansible.builtin.ssh", "ansible.builtin.local", "community.docker.docker")  # nodes, the lab
+_SETTINGS = (
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
+    "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async",
+)  # fmt: skip
+
+
+def _fingerprint():
+    """What the generated code depends on besides the template: the code that generates it."""
+    import hashlib
+
+    import jinja2
+
+    digest = hashlib.sha256(f"{sys.implementation.cache_tag} {jinja2.__version__}".encode())
+    jinja_dir = os.path.dirname(jinja2.__file__)
+    files = [os.path.join(jinja_dir, n) for n in ("compiler.py", "lexer.py", "parser.py", "nodes.py")]
+    jinja_bits = sys.modules.get("ansible._internal._templating._jinja_bits")  # in Ansible's processes only
+    if jinja_bits is not None:
+        ansible_dir = os.path.dirname(jinja_bits.__file__)
+        files += [os.path.join(ansible_dir, n) for n in ("_jinja_bits.py", "_jinja_plugins.py")]
+    for kind in ("filter", "test"):
+        folder = os.path.join(TREE, "plugins", kind)
+        if os.path.isdir(folder):
+            files += sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py"))
+    for path in files:
+        with open(path, "rb") as f:
+            digest.update(path.encode() + b"\0" + f.read())
+    return digest
+
+
+def _context():
+    """Ansible's compile-time switches: backslash escaping (lexer) and embedded templates (code generator)."""
+    jinja_bits = sys.modules.get("ansible._internal._templating._jinja_bits")
+    if jinja_bits is None:
+        return "[]"
+    current = jinja_bits._TemplateCompileContext.current(optional=True)  # pylint: disable=protected-access
+    config = jinja_bits._TemplateConfig  # pylint: disable=protected-access
+    return repr([getattr(current, "escape_backslashes", None), getattr(config, "allow_embedded_templates", None)])
+
+
+def _cached(key, make):
+    """The code object stored under key, else make()'s, stored for the next process."""
+    import marshal
+
+    path = os.path.join(CACHE, f"{key}.{sys.implementation.cache_tag}")
+    try:
+        with open(path, "rb") as f:
+            return marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    code = make()
+    try:
+        os.makedirs(CACHE, exist_ok=True)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "wb") as f:
+            marshal.dump(code, f)
+        os.replace(partial, path)
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+def _install_jinja(module):
+    from jinja2 import nodes
+
+    compile_template = module.Environment.compile
+    memo = {}
+    state = {}
+
+    def key_of(env, source, name, filename, defer_init):
+        if isinstance(source, str):
+            text = f"s{type(source).__qualname__}\0{source}"
+        elif isinstance(source, nodes.Template):
+            # Code generation looks at the exact type of each constant (a tagged str is not a str).
+            types = [type(node.value).__qualname__ for node in source.find_all(nodes.Const)]
+            text = f"n{types}\0{source!r}"
+            if " at 0x" in text:  # a value without a faithful repr
+                return None
+        else:
+            return None
+        if not isinstance(env.autoescape, bool) or getattr(env, "_debuggable_template_source", False):
+            return None
+        if "base" not in state:
+            state["base"] = _fingerprint()
+        digest = state["base"].copy()
+        settings = [type(env).__module__, type(env).__qualname__, env.code_generator_class.__qualname__, env.autoescape]
+        settings += [getattr(env, s) for s in _SETTINGS] + [sorted(env.extensions), name, filename, defer_init]
+        digest.update(repr(settings).encode() + _context().encode() + b"\0" + text.encode("utf-8", "surrogatepass"))
+        return "j" + digest.hexdigest()
+
+    def cached_compile(self, source, name=None, filename=None, raw=False, defer_init=False):
+        def make():
+            return compile_template(self, source, name, filename, raw, defer_init)
+
+        try:
+            key = None if raw else key_of(self, source, name, filename, defer_init)
+        except Exception:  # pylint: disable=broad-except  # never let the cache fail a run
+            key = None
+        if key is None:
+            return make()
+        if key not in memo:
+            memo[key] = _cached(key, make)
+        return memo[key]
+
+    module.Environment.compile = cached_compile
+
+
+def _install_collection_loader(module):
+    import hashlib
+
+    loader = module._AnsibleCollectionPkgLoaderBase  # pylint: disable=protected-access
+    get_code = loader.get_code
+
+    def cached_get_code(self, fullname):
+        if self._compiled_code:  # pylint: disable=protected-access
+            return self._compiled_code  # pylint: disable=protected-access
+        try:
+            filename = self.get_filename(fullname) or "<string>"
+            source = self.get_source(fullname)
+        except Exception:  # pylint: disable=broad-except
+            return get_code(self, fullname)
+        if source is None:
+            return get_code(self, fullname)
+        data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
+        key = "p" + hashlib.sha256(filename.encode() + b"\0" + data).hexdigest()
+        self._compiled_code = _cached(key, lambda: get_code(self, fullname))  # pylint: disable=protected-access
+        return self._compiled_code  # pylint: disable=protected-access
+
+    loader.get_code = cached_get_code
+
+
+def _tree_collection():
+    """(namespace, name) of the collection in TREE, from its galaxy.yml."""
+    import re
+
+    with open(os.path.join(TREE, "galaxy.yml"), encoding="utf-8") as f:
+        fields = dict(re.findall(r"^(namespace|name):\s*([A-Za-z0-9_]+)\s*$", f.read(), re.M))
+    return fields["namespace"], fields["name"]
+
+
+def preload():
+    """Load the builtin filters and tests, those of the collection in TREE, and the CONNECTIONS."""
+    import importlib
+
+    from ansible.plugins.loader import connection_loader, filter_loader, test_loader
+
+    filter_loader.get("ansible.builtin.bool")  # loads every builtin filter file
+    test_loader.get("ansible.builtin.match")  # and every builtin test file
+    for connection in CONNECTIONS:  # with its settings' definitions, read from its documentation
+        connection_loader.get(connection, class_only=True)
+    namespace, name = _tree_collection()
+    for kind in ("filter", "test"):
+        folder = os.path.join(TREE, "plugins", kind)
+        files = os.listdir(folder) if os.path.isdir(folder) else []
+        for stem in sorted(n[:-3] for n in files if n.endswith(".py") and n != "__init__.py"):
+            importlib.import_module(f"ansible_collections.{namespace}.{name}.plugins.{kind}.{stem}")
+
+
+def _install_preload(module):
+    """Before the first play, preload() in the parent: the workers inherit the loaded plugins."""
+    run = module.TaskQueueManager.run
+    pending = [True]
+
+    def run_after_preload(self, *args, **kwargs):
+        if pending:
+            pending.clear()
+            with contextlib.suppress(Exception):  # each worker then loads them, as without this
+                preload()
+        return run(self, *args, **kwargs)
+
+    module.TaskQueueManager.run = run_after_preload
+
+
+_INSTALLERS = {
+    "jinja2.environment": _install_jinja,
+    "ansible.utils.collection_loader._collection_finder": _install_collection_loader,
+    "ansible.executor.task_queue_manager": _install_preload,
+}
+
+
+class _Finder:
+    """Installs each cache when its module is first imported, so that other programs pay nothing."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):  # pylint: disable=unused-argument
+        install = _INSTALLERS.pop(fullname, None)
+        if install is None:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(_Finder)  # the module's own spec, found without this finder
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            if _INSTALLERS:
+                sys.meta_path.insert(0, _Finder)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_install(module):
+            exec_module(module)
+            with contextlib.suppress(Exception):  # then without the cache
+                install(module)
+
+        spec.loader.exec_module = exec_and_install
+        return spec
+
+
+if _ENABLED and not any(name in sys.modules for name in _INSTALLERS):
+    sys.meta_path.insert(0, _Finder)
