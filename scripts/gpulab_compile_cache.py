@@ -75,14 +75,15 @@ def _cached(key, make):
     except (OSError, EOFError, ValueError, TypeError):
         pass
     code = make()
+    partial = f"{path}.{os.getpid()}"
     try:
         os.makedirs(CACHE, exist_ok=True)
-        partial = f"{path}.{os.getpid()}"
         with open(partial, "wb") as f:
             marshal.dump(code, f)
         os.replace(partial, path)
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError):  # ValueError: a constant marshal cannot write; the code is used unkept
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
     return code
 
 
@@ -106,9 +107,10 @@ def _install_jinja(module):
             return None
         if not isinstance(env.autoescape, bool) or getattr(env, "_debuggable_template_source", False):
             return None
-        if "base" not in state:
-            state["base"] = _fingerprint()
-        digest = state["base"].copy()
+        in_ansible = "ansible._internal._templating._jinja_bits" in sys.modules  # its code joins the fingerprint
+        if in_ansible not in state:
+            state[in_ansible] = _fingerprint()
+        digest = state[in_ansible].copy()
         settings = [type(env).__module__, type(env).__qualname__, env.code_generator_class.__qualname__, env.autoescape]
         settings += [getattr(env, s) for s in _SETTINGS] + [sorted(env.extensions), name, filename, defer_init]
         digest.update(repr(settings).encode() + _context().encode() + b"\0" + text.encode("utf-8", "surrogatepass"))
