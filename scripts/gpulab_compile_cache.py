@@ -9,10 +9,10 @@ source and writes no bytecode). Here both are kept in a directory as code object
   Jinja and Ansible code that generates it (with this tree's filter and test plugins, whose decorators
   shape the calls);
 - a plugin's, keyed by its source and file name.
-And before the first play the parent process loads the builtin filters and tests and this tree's own
-(preload()), which each worker loaded again otherwise (more than half of a worker's CPU, profiled on the
-lab, before the caches above). The same code runs as without any of this; anything unexpected falls back
-to what it replaces.
+And before the first play the parent process loads the builtin filters and tests, this tree's own and
+the connection plugins (preload()), which each worker loaded again otherwise (more than half of a
+worker's CPU, profiled on the lab, before the caches above). The same code runs as without any of this;
+anything unexpected falls back to what it replaces.
 GPULAB_COMPILE_CACHE=off turns it off; GPULAB_COMPILE_CACHE_DIR moves it (default ~/.cache/gpulab-compile).
 """
 
@@ -24,11 +24,19 @@ _ENABLED = os.environ.get("GPULAB_COMPILE_CACHE", "on") != "off"
 CACHE = os.environ.get("GPULAB_COMPILE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gpulab-compile")
 TREE = os.path.dirname(sys.prefix)  # the collection's tree, which holds the .venv
 CONNECTIONS = ("ansible.builtin.ssh", "ansible.builtin.local", "community.docker.docker")  # nodes, the lab
+_JINJA_BITS = "ansible._internal._templating._jinja_bits"  # Ansible's Jinja environment, in Ansible's processes
 _SETTINGS = (
     "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
     "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
     "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async",
 )  # fmt: skip
+
+
+def _tree_plugins(kind):
+    """The file names of TREE's plugins of one kind (filter, test), sorted."""
+    folder = os.path.join(TREE, "plugins", kind)
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return sorted(n for n in names if n.endswith(".py") and n != "__init__.py")
 
 
 def _fingerprint():
@@ -40,14 +48,12 @@ def _fingerprint():
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {jinja2.__version__}".encode())
     jinja_dir = os.path.dirname(jinja2.__file__)
     files = [os.path.join(jinja_dir, n) for n in ("compiler.py", "lexer.py", "parser.py", "nodes.py")]
-    jinja_bits = sys.modules.get("ansible._internal._templating._jinja_bits")  # in Ansible's processes only
+    jinja_bits = sys.modules.get(_JINJA_BITS)
     if jinja_bits is not None:
         ansible_dir = os.path.dirname(jinja_bits.__file__)
         files += [os.path.join(ansible_dir, n) for n in ("_jinja_bits.py", "_jinja_plugins.py")]
     for kind in ("filter", "test"):
-        folder = os.path.join(TREE, "plugins", kind)
-        if os.path.isdir(folder):
-            files += sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py"))
+        files += [os.path.join(TREE, "plugins", kind, n) for n in _tree_plugins(kind)]
     for path in files:
         with open(path, "rb") as f:
             digest.update(path.encode() + b"\0" + f.read())
@@ -56,7 +62,7 @@ def _fingerprint():
 
 def _context():
     """Ansible's compile-time switches: backslash escaping (lexer) and embedded templates (code generator)."""
-    jinja_bits = sys.modules.get("ansible._internal._templating._jinja_bits")
+    jinja_bits = sys.modules.get(_JINJA_BITS)
     if jinja_bits is None:
         return "[]"
     current = jinja_bits._TemplateCompileContext.current(optional=True)  # pylint: disable=protected-access
@@ -107,7 +113,7 @@ def _install_jinja(module):
             return None
         if not isinstance(env.autoescape, bool) or getattr(env, "_debuggable_template_source", False):
             return None
-        in_ansible = "ansible._internal._templating._jinja_bits" in sys.modules  # its code joins the fingerprint
+        in_ansible = _JINJA_BITS in sys.modules  # its code joins the fingerprint
         if in_ansible not in state:
             state[in_ansible] = _fingerprint()
         digest = state[in_ansible].copy()
@@ -178,10 +184,8 @@ def preload():
         connection_loader.get(connection, class_only=True)
     namespace, name = _tree_collection()
     for kind in ("filter", "test"):
-        folder = os.path.join(TREE, "plugins", kind)
-        files = os.listdir(folder) if os.path.isdir(folder) else []
-        for stem in sorted(n[:-3] for n in files if n.endswith(".py") and n != "__init__.py"):
-            importlib.import_module(f"ansible_collections.{namespace}.{name}.plugins.{kind}.{stem}")
+        for file_name in _tree_plugins(kind):
+            importlib.import_module(f"ansible_collections.{namespace}.{name}.plugins.{kind}.{file_name[:-3]}")
 
 
 def _install_preload(module):
