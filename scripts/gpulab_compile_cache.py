@@ -1,14 +1,21 @@
-"""The controller's .venv only (`make setup` installs it): keep what Ansible's workers compile, and load once.
+"""The controller's .venv only (`make setup` installs it): keep what Ansible compiles and parses, and load once.
 
 Ansible runs each task on each host in a worker process forked for it. There it compiles, and loses
 when the worker exits: every Jinja template string it templates (Jinja's own cache covers file
 templates only), and the code of every collection plugin it loads (the collection loader compiles the
-source and writes no bytecode). Here both are kept in a directory as code objects:
-- a template's, keyed by everything the generated code depends on: the template's source (or the
+source and writes no bytecode). And every run parses again: its own settings' definitions (base.yml), each
+collection's meta/runtime.yml, the documentation of each plugin it loads (where a plugin's settings are
+defined) and, for each module it sends, the source of every module utility, to find what to send along.
+Here all of it is kept in a directory:
+- a template's code, keyed by everything the generated code depends on: the template's source (or the
   expression's syntax tree), the environment's syntax settings, Ansible's compile-time context, and the
   Jinja and Ansible code that generates it (with this tree's filter and test plugins, whose decorators
   shape the calls);
-- a plugin's, keyed by its source and file name.
+- a plugin's code, keyed by its source and file name;
+- a YAML document's values, keyed by its text, its tags (file, line, trust) and the parser's version and
+  code; each caller gets its own copy;
+- the imports found in a module or module utility, keyed by its source (read anew each run) and the code
+  that finds them.
 And before the first play the parent process loads the builtin filters and tests, this tree's own and
 the connection plugins (preload()), which each worker loaded again otherwise (more than half of a
 worker's CPU, profiled on the lab, before the caches above). The same code runs as without any of this;
@@ -70,27 +77,48 @@ def _context():
     return repr([getattr(current, "escape_backslashes", None), getattr(config, "allow_embedded_templates", None)])
 
 
-def _cached(key, make):
-    """The code object stored under key, else make()'s, stored for the next process."""
+def _cached(key, make, codec=None):
+    """The value stored under key, else make()'s, stored for the next process. codec: marshal (code
+    objects, plain data) unless given (pickle, for Ansible's tagged data)."""
     import marshal
 
+    codec = codec or marshal
     path = os.path.join(CACHE, f"{key}.{sys.implementation.cache_tag}")
     try:
         with open(path, "rb") as f:
-            return marshal.load(f)
-    except (OSError, EOFError, ValueError, TypeError):
+            return codec.load(f)
+    except Exception:  # pylint: disable=broad-except  # missing, partial or unreadable: made anew
         pass
-    code = make()
+    value = make()
     partial = f"{path}.{os.getpid()}"
     try:
         os.makedirs(CACHE, exist_ok=True)
         with open(partial, "wb") as f:
-            marshal.dump(code, f)
+            codec.dump(value, f)
         os.replace(partial, path)
-    except (OSError, ValueError):  # ValueError: a constant marshal cannot write; the code is used unkept
+    except Exception:  # pylint: disable=broad-except  # a value the codec cannot write is used unkept
         with contextlib.suppress(OSError):
             os.unlink(partial)
-    return code
+    return value
+
+
+def _digest(*parts):
+    """sha256 over parts (str or bytes), each one closed by a NUL."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update((part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")) + b"\0")
+    return digest.hexdigest()
+
+
+def _file_bytes(*paths):
+    """The contents of the files at paths, joined: code whose change must change a key."""
+    chunks = []
+    for path in paths:
+        with open(path, "rb") as f:
+            chunks.append(path.encode() + b"\0" + f.read())
+    return b"\0".join(chunks)
 
 
 def _install_jinja(module):
@@ -162,6 +190,130 @@ def _install_collection_loader(module):
 
     loader.get_code = cached_get_code
 
+    # Each collection's meta/runtime.yml (ansible.builtin's routing table is the longest), parsed in every
+    # process that resolves a plugin name: plain strings, lists and dicts, kept by their text.
+    to_dict = module._meta_yml_to_dict  # pylint: disable=protected-access
+    if to_dict is not None:
+
+        def cached_to_dict(yaml_string_data, content_id):
+            data = yaml_string_data if isinstance(yaml_string_data, bytes) else str(yaml_string_data).encode()
+            return _cached("r" + _digest(_yaml_version(), data), lambda: to_dict(yaml_string_data, content_id))
+
+        module._meta_yml_to_dict = cached_to_dict  # pylint: disable=protected-access
+
+
+def _install_module_deps(module):
+    """Ansible finds the module utilities a module needs by parsing each one's source into a syntax tree and
+    walking its imports, again in every run for every module: keep what the walk found, keyed by the source
+    (read anew each time, so a changed file is walked anew) and the walker's own code."""
+    compile_ast = module._compile_module_ast  # pylint: disable=protected-access
+    finder_class = module.ModuleDepFinder
+    walker = _file_bytes(module.__file__)
+
+    class LazyTree:
+        """The source, compiled only when something besides the walk needs its tree."""
+
+        def __init__(self, name, source):
+            self.name, self.source, self._tree = name, source, None
+
+        def real(self):
+            if self._tree is None:
+                self._tree = compile_ast(self.name, self.source)
+            return self._tree
+
+        def __getattr__(self, attr):
+            return getattr(self.real(), attr)
+
+    class Found:  # what ModuleDepFinder leaves for recursive_finder
+        def __init__(self, submodules, optional_imports):
+            self.submodules, self.optional_imports = submodules, optional_imports
+
+    def walk(module_fqn, tree, is_pkg_init=False):
+        if not isinstance(tree, LazyTree):
+            return finder_class(module_fqn, tree, is_pkg_init)
+        source = tree.source if isinstance(tree.source, bytes) else str(tree.source).encode("utf-8", "surrogatepass")
+        key = "m" + _digest(walker, module_fqn, repr(bool(is_pkg_init)), bytes(source))
+
+        def make():
+            found = finder_class(module_fqn, tree.real(), is_pkg_init)
+            return (set(found.submodules), set(found.optional_imports))
+
+        submodules, optional_imports = _cached(key, make)
+        return Found(set(submodules), set(optional_imports))
+
+    # recursive_finder alone sees the stand-ins (ModuleDepFinder's own super() call needs the real class).
+    import types
+
+    finder = module.recursive_finder
+    names = {**vars(module), "_compile_module_ast": LazyTree, "ModuleDepFinder": walk}
+    cached_finder = types.FunctionType(finder.__code__, names, finder.__name__, finder.__defaults__, finder.__closure__)
+    cached_finder.__kwdefaults__ = finder.__kwdefaults__
+    module.recursive_finder = cached_finder
+
+
+def _yaml_version():
+    import yaml
+
+    return f"{yaml.__version__} {getattr(yaml, '__with_libyaml__', False)}"
+
+
+def _cached_yaml_load(load, fingerprint):
+    """load (yaml.load's shape), its result kept by the document's text, its tags (source file, line, trust),
+    the loader and the fingerprint; fresh objects on each call, so a caller may change what it gets."""
+    import pickle
+
+    def cached_load(stream, Loader=None, **kwargs):  # noqa: N803  # yaml.load's own keyword
+        if isinstance(stream, (str, bytes)) and not kwargs:
+            from ansible.module_utils._internal._datatag import AnsibleTagHelper
+
+            tags = sorted(repr(tag) for tag in AnsibleTagHelper.tags(stream))
+            loader = f"{getattr(Loader, '__module__', '')}.{getattr(Loader, '__qualname__', Loader)}"
+            text = bytes(stream) if isinstance(stream, bytes) else str(stream)
+            key = "y" + _digest(fingerprint, loader, repr(tags), type(stream).__qualname__, text)
+            return _cached(key, lambda: load(stream, Loader=Loader), codec=pickle)
+        return load(stream, Loader=Loader, **kwargs) if Loader is not None else load(stream, **kwargs)
+
+    return cached_load
+
+
+def _yaml_fingerprint():
+    """The code that turns YAML into Ansible's tagged values."""
+    import ansible
+
+    ansible_dir = os.path.dirname(ansible.__file__)
+    files = [os.path.join(ansible_dir, "_internal", "_yaml", n) for n in ("_loader.py", "_constructor.py")]
+    return f"{ansible.__version__} {_yaml_version()} ".encode() + _file_bytes(*files)
+
+
+class _YamlProxy:
+    """A stand-in for the yaml module in one Ansible module: load() cached, the rest yaml's own."""
+
+    def __init__(self, yaml):
+        self._yaml = yaml
+        self.load = _cached_yaml_load(yaml.load, _yaml_fingerprint())
+
+    def __getattr__(self, attr):
+        return getattr(self._yaml, attr)
+
+
+def _install_config_yaml(module):
+    """Ansible's own settings' definitions (config/base.yml), read at every start."""
+    yaml_load = module.yaml_load
+
+    def cached_yaml_load(stream):
+        path = getattr(stream, "name", None)
+        if not isinstance(path, (str, bytes)):
+            return yaml_load(stream)
+        data = stream.read()
+        return _cached("c" + _digest(_yaml_version(), os.fsencode(path), data), lambda: yaml_load(data))
+
+    module.yaml_load = cached_yaml_load
+
+
+def _install_plugin_docs_yaml(module):
+    """Plugin documentation (settings' definitions) and its fragments: YAML parsed in every run."""
+    module.yaml = _YamlProxy(module.yaml)
+
 
 def _tree_collection():
     """(namespace, name) of the collection in TREE, from its galaxy.yml."""
@@ -207,6 +359,10 @@ _INSTALLERS = {
     "jinja2.environment": _install_jinja,
     "ansible.utils.collection_loader._collection_finder": _install_collection_loader,
     "ansible.executor.task_queue_manager": _install_preload,
+    "ansible.executor.module_common": _install_module_deps,
+    "ansible.config.manager": _install_config_yaml,
+    "ansible.plugins.loader": _install_plugin_docs_yaml,
+    "ansible.utils.plugin_docs": _install_plugin_docs_yaml,
 }
 
 
