@@ -241,7 +241,8 @@ def _install_module_deps(module):
         submodules, optional_imports = _cached(key, make)
         return Found(set(submodules), set(optional_imports))
 
-    # recursive_finder alone sees the stand-ins (ModuleDepFinder's own super() call needs the real class).
+    # recursive_finder alone sees the stand-ins (ModuleDepFinder's own super() call needs the real class): a copy
+    # of it over the module's names as they are once loaded (Ansible assigns none of them later).
     import types
 
     finder = module.recursive_finder
