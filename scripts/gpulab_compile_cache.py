@@ -24,6 +24,7 @@ GPULAB_COMPILE_CACHE=off turns it off; GPULAB_COMPILE_CACHE_DIR moves it (defaul
 """
 
 import contextlib
+import functools
 import os
 import sys
 
@@ -61,9 +62,7 @@ def _fingerprint():
         files += [os.path.join(ansible_dir, n) for n in ("_jinja_bits.py", "_jinja_plugins.py")]
     for kind in ("filter", "test"):
         files += [os.path.join(TREE, "plugins", kind, n) for n in _tree_plugins(kind)]
-    for path in files:
-        with open(path, "rb") as f:
-            digest.update(path.encode() + b"\0" + f.read())
+    digest.update(_file_bytes(*files))
     return digest
 
 
@@ -168,8 +167,6 @@ def _install_jinja(module):
 
 
 def _install_collection_loader(module):
-    import hashlib
-
     loader = module._AnsibleCollectionPkgLoaderBase  # pylint: disable=protected-access
     get_code = loader.get_code
 
@@ -183,8 +180,7 @@ def _install_collection_loader(module):
             return get_code(self, fullname)
         if source is None:
             return get_code(self, fullname)
-        data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
-        key = "p" + hashlib.sha256(filename.encode() + b"\0" + data).hexdigest()
+        key = "p" + _digest(filename, source)
         self._compiled_code = _cached(key, lambda: get_code(self, fullname))  # pylint: disable=protected-access
         return self._compiled_code  # pylint: disable=protected-access
 
@@ -231,15 +227,13 @@ def _install_module_deps(module):
     def walk(module_fqn, tree, is_pkg_init=False):
         if not isinstance(tree, LazyTree):
             return finder_class(module_fqn, tree, is_pkg_init)
-        source = tree.source if isinstance(tree.source, bytes) else str(tree.source).encode("utf-8", "surrogatepass")
-        key = "m" + _digest(walker, module_fqn, repr(bool(is_pkg_init)), bytes(source))
+        key = "m" + _digest(walker, module_fqn, repr(bool(is_pkg_init)), tree.source)
 
         def make():
             found = finder_class(module_fqn, tree.real(), is_pkg_init)
             return (set(found.submodules), set(found.optional_imports))
 
-        submodules, optional_imports = _cached(key, make)
-        return Found(set(submodules), set(optional_imports))
+        return Found(*_cached(key, make))  # new sets either way: made, or unmarshalled
 
     # recursive_finder alone sees the stand-ins (ModuleDepFinder's own super() call needs the real class): a copy
     # of it over the module's names as they are once loaded (Ansible assigns none of them later).
@@ -269,16 +263,16 @@ def _cached_yaml_load(load, fingerprint):
 
             tags = sorted(repr(tag) for tag in AnsibleTagHelper.tags(stream))
             loader = f"{getattr(Loader, '__module__', '')}.{getattr(Loader, '__qualname__', Loader)}"
-            text = bytes(stream) if isinstance(stream, bytes) else str(stream)
-            key = "y" + _digest(fingerprint, loader, repr(tags), type(stream).__qualname__, text)
+            key = "y" + _digest(fingerprint, loader, repr(tags), type(stream).__qualname__, stream)
             return _cached(key, lambda: load(stream, Loader=Loader), codec=pickle)
         return load(stream, Loader=Loader, **kwargs) if Loader is not None else load(stream, **kwargs)
 
     return cached_load
 
 
+@functools.cache
 def _yaml_fingerprint():
-    """The code that turns YAML into Ansible's tagged values."""
+    """The code that turns YAML into Ansible's tagged values (once per process: two modules' proxies use it)."""
     import ansible
 
     ansible_dir = os.path.dirname(ansible.__file__)

@@ -190,8 +190,7 @@ YAML_LOAD = """
 import json, sys
 sys.path.insert(0, {scripts!r})
 import gpulab_compile_cache
-from ansible.plugins.loader import init_plugin_loader, connection_loader
-from ansible.utils import plugin_docs
+from ansible.plugins.loader import init_plugin_loader
 from ansible.module_utils._internal._datatag import AnsibleTagHelper
 init_plugin_loader([])
 import ansible.plugins.loader as loader_module
