@@ -3,7 +3,7 @@
 # GPULAB_PACKAGE_CACHE_DIR (default /var/cache/gpulab/packages):
 #   apt/  apt-cacher-ng's store. apt-cacher-ng listens on 127.0.0.1:3143, kept running by a loop;
 #         scripts/package-relay.py listens on port 3142, where the images' apt finds it
-#         (tests/images/apt-proxy-detect), and hands each connection to apt-cacher-ng, or to the
+#         (tests/images/node/apt-proxy-detect), and hands each connection to apt-cacher-ng, or to the
 #         archive itself while apt-cacher-ng does not answer
 #   pip/  pip's cache, mounted into the lab containers at /root/.cache/pip (playbooks/lab.yml)
 # It only changes where the bytes come from, never what is installed.
@@ -23,7 +23,7 @@ dir=${GPULAB_PACKAGE_CACHE_DIR:-/var/cache/gpulab/packages}
 port=3142        # fixed: the images' apt-proxy-detect looks here
 cache_port=3143  # apt-cacher-ng, on loopback only
 here=$(cd "$(dirname "$0")" && pwd)
-detect=$here/../tests/images/apt-proxy-detect
+detect=$here/../tests/images/node/apt-proxy-detect
 
 say() { printf 'package cache: %s\n' "$*" >&2; }
 answers() { GPULAB_APT_CACHE_HOST=127.0.0.1 GPULAB_APT_CACHE_PORT=${1:-$port} "$detect" | grep -q '^http://'; }

@@ -24,9 +24,7 @@ packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-c
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
 
-recipe=$(cat "$0" "$here/container-fixups.sh" "$here/install-apt-proxy.sh" "$here/apt-proxy-detect" \
-  "$here/install-pyc-cache.sh" "$here/gpulab_pyc_cache.py" \
-  "$here/Dockerfile.$distro" 2>/dev/null | sha256sum | cut -c1-16)
+recipe=$(cat "$0" "$here/container-fixups.sh" "$here"/node/* "$here/Dockerfile.$distro" 2>/dev/null | sha256sum | cut -c1-16)
 built=$(docker image inspect -f '{{ index .Config.Labels "gpulab.recipe" }}' "$image" 2>/dev/null || true)
 if [ "$force" != "--force" ] && [ "$built" = "$recipe" ]; then
   log "$image is current (use --force to rebuild)"
@@ -47,8 +45,7 @@ build_registry() {
   local ctx
   ctx=$(mktemp -d)
   cp "$here/Dockerfile.$distro" "$ctx/Dockerfile"
-  cp "$here/container-fixups.sh" "$here/install-apt-proxy.sh" "$here/apt-proxy-detect" \
-    "$here/install-pyc-cache.sh" "$here/gpulab_pyc_cache.py" "$ctx/"
+  cp -r "$here/container-fixups.sh" "$here/node" "$ctx/"
   if [ -f "$ca_bundle" ]; then cp "$ca_bundle" "$ctx/ca-certificates.crt"; else : >"$ctx/ca-certificates.crt"; fi
   docker build -q --label "gpulab.recipe=$recipe" -t "$image" "$ctx" >/dev/null
   rm -rf "$ctx"

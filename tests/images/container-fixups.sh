@@ -19,6 +19,6 @@ echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/gpulab-unsafe-io"
 # Start services after package installs (Debian's policy-rc.d would block them).
 rm -f "$root/usr/sbin/policy-rc.d"
 # apt takes packages through the test machine's package cache when one answers.
-"$(dirname "$0")/install-apt-proxy.sh" "$root"
+"$(dirname "$0")/node/install-apt-proxy.sh" "$root"
 # Python keeps the bytecode of Ansible's module payloads.
-"$(dirname "$0")/install-pyc-cache.sh" "$root"
+"$(dirname "$0")/node/install-pyc-cache.sh" "$root"

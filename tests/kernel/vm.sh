@@ -45,8 +45,7 @@ need_tools() {
 
 # The recipe's fingerprint: the cached image is rebuilt when it changes.
 recipe() {
-  { declare -f image; echo "$packages"; cat "$images/install-apt-proxy.sh" "$images/apt-proxy-detect" "$update_stamp" \
-      "$images/install-pyc-cache.sh" "$images/gpulab_pyc_cache.py"; } | sha256sum | cut -c1-16
+  { declare -f image; echo "$packages"; cat "$images"/node/* "$update_stamp"; } | sha256sum | cut -c1-16
 }
 
 image() {
@@ -84,9 +83,9 @@ image() {
   tail -n +2 "$update_stamp" >"$root/etc/apt/apt.conf.d/15gpulab-update-stamp"  # without the Jinja header line
   chroot "$root" apt-get update -qq
   # apt in the VMs uses the package cache on the host (QEMU's 10.0.2.2) when it answers.
-  "$images/install-apt-proxy.sh" "$root"
+  "$images/node/install-apt-proxy.sh" "$root"
   # Python keeps the bytecode of Ansible's module payloads: under emulation each compile took seconds.
-  "$images/install-pyc-cache.sh" "$root"
+  "$images/node/install-pyc-cache.sh" "$root"
 
   # Management NIC (eth0, user networking) by DHCP; eth1 is left to the network role.
   cat >"$root/etc/systemd/network/10-management.network" <<'EOF'

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DETECT = ROOT / "tests/images/apt-proxy-detect"
+DETECT = ROOT / "tests/images/node/apt-proxy-detect"
 ACNG_PAGE = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<title>Apt-Cacher NG maintenance page</title>"
 OTHER_PAGE = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<title>Directory listing</title>"
 

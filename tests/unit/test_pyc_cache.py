@@ -1,4 +1,4 @@
-"""tests/images/gpulab_pyc_cache.py: code imported from a zip is compiled once, then loaded from the cache.
+"""tests/images/node/gpulab_pyc_cache.py: code imported from a zip is compiled once, then loaded from the cache.
 
 Each import runs in a fresh interpreter (as each Ansible task does), with the cache directory pointed
 at a temporary one; a payload zip is written anew for each, at a new path, as Ansible's are."""
@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-CACHE_MODULE = Path(__file__).resolve().parents[1] / "images" / "gpulab_pyc_cache.py"
+CACHE_MODULE = Path(__file__).resolve().parents[1] / "images" / "node" / "gpulab_pyc_cache.py"
 
 IMPORT = """
 import sys, zipimport

@@ -1,4 +1,4 @@
-"""Test nodes only (tests/images/install-pyc-cache.sh): keep the bytecode of code imported from zip files.
+"""Test nodes only (tests/images/node/install-pyc-cache.sh): keep the bytecode of code imported from zip files.
 
 Ansible runs every task as a zip of the module and its module utilities, which Python imports with
 zipimport; zipimport compiles each source anew and keeps nothing. On a test node that compile is a
