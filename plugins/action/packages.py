@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import apt_status
 
 display = Display()
 
@@ -17,6 +20,10 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
+        if boolean(args.get("update_cache", False), strict=False):
+            # The module's default, given to apt as well (apt's own, 0, would update the lists every time).
+            # Only with update_cache: apt updates stale lists whenever cache_valid_time is set.
+            args.setdefault("cache_valid_time", apt_status.CACHE_VALID_TIME)
         status = self._execute_module(module_name="gpulab.cluster.packages", module_args=args, task_vars=task_vars)
         display.vv(f"packages: {status.get('why', status.get('msg'))}", host=task_vars.get("inventory_hostname"))
         if status.get("failed") or not status.get("needs_apt", True):

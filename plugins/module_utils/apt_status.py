@@ -10,6 +10,9 @@ import re
 # What dpkg-query prints per package: its name, its version and the status abbreviation
 # (desired, current, error: "ii " installed, "hi " installed and held).
 QUERY_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
+# The roles' one policy for apt's lists: updated where they are older than an hour (the packages module's
+# default cache_valid_time, which its action also hands to apt).
+CACHE_VALID_TIME = 3600
 # A Debian package name, optionally =VERSION (apt's pin syntax; * matches as in the apt module).
 SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9+.-]+)(?:=(?P<version>[A-Za-z0-9.+~:*-]+))?$")
 

@@ -36,9 +36,11 @@ options:
     type: bool
     default: false
   cache_valid_time:
-    description: Seconds apt's lists stay valid; 0 means update every time I(update_cache) is set.
+    description:
+      - Seconds apt's lists stay valid where I(update_cache) is set; 0 means update every time. Unlike the apt
+        module's, the default is an hour, which the action hands to apt too; no task needs to say it.
     type: int
-    default: 0
+    default: 3600
   install_recommends:
     description: Passed to apt where it installs.
     type: bool
@@ -64,7 +66,6 @@ EXAMPLES = r"""
     name: [slurmd, slurm-client]
     state: present
     update_cache: true
-    cache_valid_time: 3600
   register: slurm_install
 """
 
@@ -104,7 +105,7 @@ ARGUMENT_SPEC = {
     "name": {"type": "list", "elements": "str", "required": True},
     "state": {"type": "str", "default": "present", "choices": ["present", "latest", "absent"]},
     "update_cache": {"type": "bool", "default": False},
-    "cache_valid_time": {"type": "int", "default": 0},
+    "cache_valid_time": {"type": "int", "default": apt_status.CACHE_VALID_TIME},
     "install_recommends": {"type": "bool"},
     "allow_downgrade": {"type": "bool", "default": False},
     "allow_change_held_packages": {"type": "bool", "default": False},

@@ -46,6 +46,14 @@ def test_stale_lists_need_apt_even_with_everything_installed(run_module):
     assert result["needs_apt"] and result["missing"] == [] and result["why"] == "apt's lists to update"
 
 
+def test_lists_stay_valid_for_an_hour_unless_the_task_says_otherwise(run_module):
+    for age, stale in ((3500.0, False), (3700.0, True)):
+        result, _asked = judge(run_module, {"name": ["ceph-common"], "update_cache": True}, age)
+        assert result["needs_apt"] is stale, (age, result)
+    result, _asked = judge(run_module, {"name": ["ceph-common"], "update_cache": True, "cache_valid_time": 0}, 5.0)
+    assert result["needs_apt"] and result["why"] == "apt's lists to update"
+
+
 def test_what_only_apt_can_judge_goes_to_apt_without_asking_dpkg(run_module):
     for args in ({"name": ["ceph-common"], "state": "latest"}, {"name": ["./local.deb"]}):
         result, asked = judge(run_module, args)
