@@ -14,15 +14,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 # Lanes from measurement (docs/speed.md): the suite is CPU-bound, so the lanes are split to end
-# together. The container scenarios share one Docker subnet and so one lane. The other begins with
-# the QEMU scenario (networks of its own; CPU, little disk), so that storage and ceph, whose daemons
-# wait on the disk, run beside it and not beside the lab's converge (in CI's run of 0aa1b93, beside
-# the lab, they took 1.6 and 1.8 times as long as beside the QEMU scenario), then the lab (a network of
-# its own) and the execution environment. The rest floats, longest first: the unit tests, Molecule
-# monitoring and common (subnets of their own) and lint (no network). The lane that finishes its own
-# stages first claims them in that order, each unless the other lane has finished by then and claimed it.
-default_lanes="preflight network storage ceph gpu_stack slurm;kernel lab ee"
-default_floating="unit monitoring common lint"
+# together. The container scenarios share one Docker subnet and so one lane, after the QEMU scenario
+# (networks of its own; CPU, little disk): the lab (a network of its own) fills the other lane, and
+# its tests, which leave most of a core idle while jobs run, go beside the scenarios. Storage and ceph,
+# whose daemons wait on the disk, thus run after the lab's converge, not beside it (in CI's run of
+# 0aa1b93, beside it, they took 1.6 and 1.8 times as long). The rest floats, in this order: the unit
+# tests, Molecule monitoring and common (subnets of their own), lint (no network) and the execution
+# environment. The lane that finishes its own stages first claims them in that order, each unless the
+# other lane has finished by then and claimed it.
+default_lanes="kernel preflight network storage ceph gpu_stack slurm;lab"
+default_floating="unit monitoring common lint ee"
 lanes=${GPULAB_TEST_LANES:-$default_lanes}
 if [ -n "${GPULAB_TEST_LANES:-}" ]; then default_floating=""; fi
 floating=${GPULAB_TEST_FLOATING-$default_floating}
