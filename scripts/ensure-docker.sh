@@ -11,9 +11,7 @@ fi
 
 if ! command -v dockerd >/dev/null 2>&1; then
   log "no Docker engine installed; installing docker.io from apt"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  "$(dirname "$0")"/host-packages.sh --with-recommends docker.io
 fi
 
 # Prefer systemd where it runs; build machines have no init, so fall back to a background dockerd.

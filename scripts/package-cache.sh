@@ -46,8 +46,7 @@ install_daemon() {
   # Keep the package's own service from starting with its distribution settings.
   local blocker=/usr/sbin/policy-rc.d placed=""
   if [ ! -e "$blocker" ]; then printf '#!/bin/sh\nexit 101\n' >"$blocker" && chmod +x "$blocker" && placed=1; fi
-  apt-get update -qq >/dev/null 2>&1
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apt-cacher-ng >/dev/null 2>&1
+  "$here"/host-packages.sh apt-cacher-ng >/dev/null 2>&1
   local rc=$?
   [ -n "$placed" ] && rm -f "$blocker"
   return $rc

@@ -5,10 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ansible-test skips its shellcheck test where shellcheck is missing: install it (Debian has it).
-if ! command -v shellcheck >/dev/null; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
-fi
+command -v shellcheck >/dev/null || scripts/host-packages.sh shellcheck
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/gpulab/cluster

@@ -54,8 +54,7 @@ build_registry() {
 build_offline() {
   command -v debootstrap >/dev/null || {
     log "installing debootstrap"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    "$here"/../../scripts/host-packages.sh --with-recommends debootstrap
   }
   local mirror
   root=$(mktemp -d /var/tmp/gpulab-rootfs.XXXXXX)

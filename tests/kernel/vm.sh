@@ -38,8 +38,7 @@ need_tools() {
   command -v ssh-keygen >/dev/null || missing+=(openssh-client)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    "$images"/../../scripts/host-packages.sh "${missing[@]}"
   fi
 }
 
