@@ -4,7 +4,7 @@
 #
 #   scripts/rerun-bench.sh [RUNS]     (default 3; the lab must be up: make lab)
 #
-# Variants: the default (linear strategy, community.docker.docker) with and without
+# Variants: the default (linear strategy; the lab is reached over SSH) with and without
 # `--skip-tags validate_long`, and the same two under mitogen's strategy (an opt-in: installed into
 # the virtualenv from pyproject's `mitogen` extra when missing). Logs: .cache/bench/<variant>-<n>.log.
 set -euo pipefail
@@ -20,9 +20,6 @@ if ! python -c 'import ansible_mitogen' 2>/dev/null; then
   pip install -q "$(python -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mitogen"][0])')"
 fi
 mitogen_strategies="$(python -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))')/plugins/strategy"
-# mitogen drives the docker connection under its legacy name (its own plugin, mitogen_docker). A layer
-# over the inventory, not -e: an extra var would also point delegate_to: localhost at a container.
-printf -- '---\nall:\n  vars:\n    ansible_connection: docker\n' >"$logs/mitogen-inventory.yml"
 
 run_variant() {  # $1 name, $2 "mitogen" or "", then ansible-playbook options; prints the median seconds
   local name=$1 strategy=$2 n start changed seconds=()  # seconds: each run's milliseconds
@@ -31,7 +28,7 @@ run_variant() {  # $1 name, $2 "mitogen" or "", then ansible-playbook options; p
     start=$(date +%s%N)
     if [ "$strategy" = mitogen ]; then
       ANSIBLE_STRATEGY_PLUGINS=$mitogen_strategies ANSIBLE_STRATEGY=mitogen_linear \
-        ansible-playbook site.yml -i inventory/lab -i "$logs/mitogen-inventory.yml" "$@" >"$logs/$name-$n.log" 2>&1
+        ansible-playbook site.yml "$@" >"$logs/$name-$n.log" 2>&1
     else
       ansible-playbook site.yml "$@" >"$logs/$name-$n.log" 2>&1
     fi || { tail -30 "$logs/$name-$n.log" >&2; echo "rerun-bench: $name run $n failed" >&2; exit 1; }

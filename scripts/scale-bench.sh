@@ -27,7 +27,10 @@ layer=$logs/extra-nodes.yml
 {
   printf -- '---\n# scripts/scale-bench.sh: %d compute nodes beside the lab'"'"'s own.\nall:\n' "$extra"
   printf '  vars:\n    validation_bench_hosts: [gpu1, gpu2]\n  children:\n    compute:\n      hosts:\n'
-  for n in $(seq 3 $((extra + 2))); do printf '        gpu%d: {gpulab_node_index: %d}\n' "$n" $((n + 2)); done
+  # ansible_host: the plan's management address, as in inventory/lab (offset 10 + node index).
+  for n in $(seq 3 $((extra + 2))); do
+    printf '        gpu%d: {gpulab_node_index: %d, ansible_host: 172.30.10.%d}\n' "$n" $((n + 2)) $((n + 12))
+  done
 } >"$layer"
 small=(-i inventory/lab)
 large=(-i inventory/lab -i "$layer")

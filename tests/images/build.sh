@@ -19,8 +19,8 @@ source_kind=${GPULAB_IMAGE_SOURCE:-auto}
 distro=${GPULAB_IMAGE_DISTRO:-debian12}
 force=${1:-}
 ca_bundle=/etc/ssl/certs/ca-certificates.crt
-# Packages every scenario needs before Ansible can manage the node.
-packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates
+# Packages every scenario needs before Ansible can manage the node (sshd: the lab's transport).
+packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,ca-certificates,openssh-server
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
 

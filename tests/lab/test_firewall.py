@@ -151,37 +151,12 @@ def test_compute_nodes_reach_each_other_on_any_port_and_no_one_else_reaches_them
     assert probe("storage1", ("gpu2", "compute", 7999)) == {("gpu2", "compute", 7999): "dropped"}
 
 
-@pytest.fixture()
-def ssh_to_gpu2(tmp_path):
-    """sshd on gpu2 with a key of this test's: Ansible then reaches gpu2 over the network, as on real nodes."""
-    on("gpu2", "DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssh-server >/dev/null", timeout=300)
-    key = tmp_path / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    pub = key.with_suffix(".pub").read_text().strip()
-    on(
-        "gpu2",
-        f"mkdir -p -m 700 /root/.ssh && echo {shlex.quote(pub)} > /root/.ssh/authorized_keys && systemctl start ssh",
-    )
-    settings = {
-        "ansible_connection": "ssh",
-        "ansible_host": ADDRESSES["management"]["gpu2"],
-        "ansible_user": "root",
-        "ansible_ssh_private_key_file": str(key),
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-    }
-    try:
-        yield settings
-    finally:
-        on("gpu2", "systemctl disable --now ssh ssh.socket 2>/dev/null; rm -rf /root/.ssh")
-        back = playbook("playbooks/network.yml", "--tags", "firewall", "--limit", "gpu2")
-        assert back.returncode == 0, back.stdout[-3000:]
-
-
-def test_rules_that_cut_ansibles_ssh_are_rolled_back(ssh_to_gpu2):
+def test_rules_that_cut_ansibles_ssh_are_rolled_back():
+    # Ansible reaches the lab's nodes over SSH (inventory/lab), as it reaches real ones.
     before = on("gpu2", "nft -s list table inet gpulab")  # -s: without the counters
     assert 'tcp dport 22 accept comment "ssh"' in before  # from anywhere: firewall_operator_sources [any]
     # SSH only from the nodes and a subnet the controller (172.30.10.1) is not in.
-    cut = {**ssh_to_gpu2, "firewall_operator_sources": ["192.0.2.0/24"], "firewall_rollback_seconds": 30}
+    cut = {"firewall_operator_sources": ["192.0.2.0/24"], "firewall_rollback_seconds": 30}
     run = playbook("playbooks/network.yml", "--tags", "firewall", "--limit", "gpu2", "-e", json.dumps(cut))
     assert run.returncode != 0
     assert "the new rules did not let a new connection from Ansible through" in run.stdout, run.stdout[-3000:]
@@ -189,7 +164,7 @@ def test_rules_that_cut_ansibles_ssh_are_rolled_back(ssh_to_gpu2):
     assert on("gpu2", "nft -s list table inet gpulab") == before
     assert "loaded the rules from before the last change again" in on("gpu2", "journalctl -t gpulab-firewall -o cat")
     # And Ansible reaches it over SSH again, through the rules from before.
-    again = playbook("playbooks/network.yml", "--tags", "firewall", "--limit", "gpu2", "-e", json.dumps(ssh_to_gpu2))
+    again = playbook("playbooks/network.yml", "--tags", "firewall", "--limit", "gpu2")
     assert again.returncode == 0, again.stdout[-3000:]
 
 
