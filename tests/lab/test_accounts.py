@@ -55,6 +55,10 @@ def test_the_directorys_users_and_groups_resolve_with_its_ids_on_every_node(node
     ]
     assert on(node, "getent group vision nlp").splitlines() == ["vision:*:20001:alice", "nlp:*:20002:bob,carol"]
     assert on(node, "id -nG bob") == "nlp"
+    # The sssd service runs the NSS and PAM responders; their socket units, which would refuse to, are off.
+    sockets = "sssd-nss.socket sssd-pam.socket sssd-pam-priv.socket"
+    assert on(node, f"systemctl is-failed {sockets} || :").split() == ["inactive"] * 3
+    assert on(node, f"systemctl is-enabled {sockets} || :").split() == ["disabled"] * 3
 
 
 def test_the_directory_answers_on_ldaps_with_the_roles_ca_and_not_on_plain_ldap():
