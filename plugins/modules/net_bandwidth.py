@@ -165,7 +165,7 @@ def _measure(module: AnsibleModule, peer: dict, iperf3: str, ping: str, mtu: int
         found["iperf"] = None
         found["iperf_error"] = f"{exc} (rc {rc}{'; ' + err.strip() if err.strip() else ''})"
     rc, out, err = module.run_command(
-        [ping, "-M", "do", "-s", str(nt.ping_payload(mtu)), "-c", "3", "-i", "0.2", "-W", "2", peer["address"]]
+        [ping, "-M", "do", "-s", str(nt.ping_payload(mtu)), "-c", "3", "-i", "0.05", "-W", "2", peer["address"]]
     )
     try:
         found["ping"] = nt.parse_ping(out + "\n" + err)

@@ -36,7 +36,7 @@ def test_measures_each_peer_and_judges_against_line_rate(run_module, monkeypatch
         "timeout", "23", "/usr/bin/iperf3", "-c", "172.30.10.14", "-p", "5201", "-P", "4", "-t", "3",
         "-J", "--connect-timeout", "5000",
     ]  # fmt: skip
-    assert calls[2] == ["/usr/bin/ping", "-M", "do", "-s", "1472", "-c", "3", "-i", "0.2", "-W", "2", "172.30.10.14"]
+    assert calls[2] == ["/usr/bin/ping", "-M", "do", "-s", "1472", "-c", "3", "-i", "0.05", "-W", "2", "172.30.10.14"]
     checks = {c["check"]: c for c in result["checks"]}
     assert checks["bandwidth.gpu2"]["status"] == "pass" and checks["bandwidth.gpu2"]["threshold"] == 9.0
     assert checks["mtu.gpu2"]["value"] == 1500
