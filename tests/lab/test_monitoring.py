@@ -61,7 +61,10 @@ def test_a_drained_node_shows_with_its_reason():
         def reasons():
             return [r["metric"]["reason"] for r in query(drained)[drained]]
 
-        # Collected every 30 s and scraped every 15 s; an earlier test's drain may show until then.
+        # The collector runs now rather than at its timer's next turn (every 30 s; the timers' own test is
+        # test_the_slurm_collector_reports_both_compute_nodes); Prometheus scrapes every 15 s, and an earlier
+        # test's drain may show until then.
+        on("mgmt1", "systemctl start gpulab-slurm-metrics.service")
         assert wait_for(lambda: reasons() == ["lab: monitoring test"], 90), reasons()
     finally:
         on("mgmt1", "scontrol update nodename=gpu2 state=resume")
