@@ -88,10 +88,16 @@ def collector_files(
     return files
 
 
+def collector_timers(collectors: list[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The timer of every collector, as the files module's services: each is enabled and started."""
+    return [{"name": f"gpulab-{c['name']}-metrics.timer"} for c in collectors]
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "collector_files": collector_files,
+            "collector_timers": collector_timers,
             "monitoring_problems": monitoring_problems,
             "receiver_address": receiver_address,
         }

@@ -19,6 +19,10 @@ description:
     it would be.
   - With I(prune), files a role wrote earlier and no longer wants (a link gone from the plan) are removed
     in the same run.
+  - With I(services), the units that run on these files are enabled and started in the same run, and
+    restarted where a path the run changed matches one of their I(restart_on) patterns; a role's files
+    and its services in one step, where a C(systemd_service) task after them costs another connection.
+    systemd reads its units again first when a changed path is a unit or drop-in, or a unit asks for it.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -94,15 +98,43 @@ options:
         type: list
         elements: str
         required: true
+  services:
+    description: systemd units to enable and start after the files are written and pruned, in this order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The unit, as C(systemctl) takes it (C(.service) may be left out).
+        type: str
+        required: true
+      start:
+        description: Start the unit where it is not running; C(false) only enables it (a oneshot unit
+          that runs at boot, a service whose condition keeps it inactive here). I(restart_on) holds either way.
+        type: bool
+        default: true
+      restart_on:
+        description: Shell patterns matched against the paths this run changed (files, directories,
+          removed files); a match restarts the unit (runs a oneshot unit again). C(["*"]) restarts it on any change.
+        type: list
+        elements: str
+        default: []
+  also_changed:
+    description: Paths earlier tasks changed (a file written with C(no_log), say), which I(restart_on)
+      matches as it matches this run's, and which ask systemd to read its units again in the same way.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Can run in check mode, reporting what a real run would do without doing it.
     support: full
-    details: Reports the files it would write, remove or whose attributes it would set.
+    details: Reports the files it would write, remove or whose attributes it would set, and the units it
+      would enable, start or restart; a unit not installed yet is reported as one it would enable and start.
   diff_mode:
     description: Returns a diff of what it changed, in diff mode.
     support: full
-    details: One diff per written or removed file.
+    details: One diff per written or removed file, and per unit enabled, started or restarted.
 """
 
 EXAMPLES = r"""
@@ -114,6 +146,14 @@ EXAMPLES = r"""
       - {path: /usr/local/sbin/gpulab-node-check, src: gpulab-node-check, mode: "0755"}
   register: slurm_config
   notify: Restart slurmd
+
+- name: Write the Ray service and its settings, enable it, start it, restart it when one of them changed
+  gpulab.cluster.files:
+    files:
+      - {path: /etc/systemd/system/ray-head.service, template: ray.service.j2, mode: "0644"}
+      - {path: /etc/gpulab/ray.env, template: ray.env.j2, mode: "0644"}
+    services:
+      - {name: ray-head.service, restart_on: ["*"]}
 
 - name: Write a .network file per link, and remove those of links no longer planned
   gpulab.cluster.files:
@@ -130,6 +170,13 @@ changed_paths:
   type: list
   elements: str
   sample: [/etc/slurm/slurm.conf]
+changed_services:
+  description: The units of I(services) enabled, started or restarted (or that would be, in check mode),
+    each with what was done to it.
+  returned: always
+  type: list
+  elements: str
+  sample: ["ray-head.service: enabled, started"]
 """
 
 import fnmatch
@@ -137,6 +184,8 @@ import os
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpulab.cluster.plugins.module_utils import systemd
 
 ATTRIBUTES = ("owner", "group", "mode")
 
@@ -226,6 +275,57 @@ def remove(module: AnsibleModule, path: str, diffs: list[dict]) -> None:
         os.unlink(path)
 
 
+def systemctl(module: AnsibleModule, *args: str) -> str:
+    rc, out, err = module.run_command([module.get_bin_path("systemctl", required=True), *args])
+    if rc != 0:
+        module.fail_json(msg=f"systemctl {' '.join(args)} failed (rc {rc}): {(err or out).strip()}")
+    return out
+
+
+def show(module: AnsibleModule, services: list[dict]) -> list[dict[str, str]]:
+    out = systemctl(module, "show", "-p", ",".join(systemd.PROPERTIES), *[service["name"] for service in services])
+    try:
+        return systemd.parse_show(out, len(services))
+    except systemd.SystemdParseError as error:
+        module.fail_json(msg=f"files: {error}")
+
+
+PAST = {"enable": "enabled", "start": "started", "restart": "restarted"}
+
+
+def converge_services(module: AnsibleModule, services: list[dict], changed_paths: list[str], diffs: list[dict]):
+    """Enable, start or restart each service as it needs; the units changed, with what was done to each."""
+    reloaded = systemd.needs_reload(changed_paths) and not module.check_mode
+    if reloaded:
+        systemctl(module, "daemon-reload")
+    units = show(module, services)
+    if not reloaded and not module.check_mode and any(unit["NeedDaemonReload"] == "yes" for unit in units):
+        systemctl(module, "daemon-reload")
+        units = show(module, services)
+    # In check mode a unit not found yet is one a package this run would install brings.
+    problems = systemd.unit_problems(services, units, missing_ok=module.check_mode)
+    if problems:
+        module.fail_json(msg=f"files: {'; '.join(problems)}")
+    changed = []
+    for service, unit, todo in zip(services, units, systemd.plan(services, units, changed_paths), strict=True):
+        if not todo:
+            continue
+        if not module.check_mode:
+            for action in todo:
+                systemctl(module, action, service["name"])
+        done = ", ".join(PAST[action] for action in todo)
+        changed.append(f"{service['name']}: {done}")
+        diffs.append(
+            {
+                "before_header": f"{service['name']} (unit)",
+                "after_header": f"{service['name']} (unit)",
+                "before": f"{unit['UnitFileState'] or 'not installed'}, {unit['ActiveState']}\n",
+                "after": f"{done}\n",
+            }
+        )
+    return changed
+
+
 def main() -> None:
     attributes = dict(
         path=dict(type="path", required=True),
@@ -257,6 +357,17 @@ def main() -> None:
                     path=dict(type="path", required=True), patterns=dict(type="list", elements="str", required=True)
                 ),
             ),
+            also_changed=dict(type="list", elements="str", default=[]),
+            services=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    name=dict(type="str", required=True),
+                    start=dict(type="bool", default=True),
+                    restart_on=dict(type="list", elements="str", default=[]),
+                ),
+            ),
         ),
         supports_check_mode=True,
     )
@@ -276,7 +387,15 @@ def main() -> None:
     for path in [path for directory in p["prune"] for path in stale(directory, wanted)]:
         remove(module, path, diffs)
         changed_paths.append(path)
-    module.exit_json(changed=bool(changed_paths), changed_paths=changed_paths, diff=diffs)
+    changed_services = (
+        converge_services(module, p["services"], changed_paths + p["also_changed"], diffs) if p["services"] else []
+    )
+    module.exit_json(
+        changed=bool(changed_paths or changed_services),
+        changed_paths=changed_paths,
+        changed_services=changed_services,
+        diff=diffs,
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import yaml
 
 from ansible_collections.gpulab.cluster.plugins.filter.monitoring import (
     collector_files,
+    collector_timers,
     monitoring_problems,
     receiver_address,
 )
@@ -48,6 +49,13 @@ def test_each_collector_has_its_script_and_units_and_shared_code_is_written_once
     assert files[3]["template"] == "gpulab_gpu_metrics.py.j2" and "vars" not in files[3]
     assert files[8]["template"] == "gpulab-metrics.timer.j2" and files[8]["vars"] == {"collector": SLURM}
     assert collector_files([], "/l", "/c", "/s") == []
+
+
+def test_each_collector_timer_is_a_service_of_the_files_task_and_is_the_unit_it_writes():
+    timers = collector_timers([GPU, SLURM])
+    assert timers == [{"name": "gpulab-gpu-metrics.timer"}, {"name": "gpulab-slurm-metrics.timer"}]
+    written = {f["path"] for f in collector_files([GPU, SLURM], "/l", "/c", "/s")}
+    assert {f"/etc/systemd/system/{t['name']}" for t in timers} <= written
 
 
 ROOT = Path(__file__).resolve().parents[4]

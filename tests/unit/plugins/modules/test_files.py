@@ -154,3 +154,122 @@ def test_directories_alone_with_setgid_and_sticky_bits(run_module, tmp_path):
     assert stat.S_IMODE(datasets.stat().st_mode) == 0o2775 and stat.S_IMODE(checkpoints.stat().st_mode) == 0o1777
     result, failed = run_module(files.main, args)
     assert not failed and not result["changed"]
+
+
+class FakeSystemd:
+    """systemctl as the module calls it, on units held in a dict: show, enable, start, restart, daemon-reload."""
+
+    def __init__(self, **units):
+        self.units = {name: dict(state) for name, state in units.items()}
+        self.calls = []
+
+    def __call__(self, module, argv, **kwargs):
+        args = argv[1:]
+        self.calls.append(" ".join(args))
+        if args[0] == "show":
+            blocks = []
+            for name in args[3:]:
+                state = self.units.get(name, {"load": "not-found", "file": "", "active": "inactive"})
+                blocks.append(
+                    f"Id={name}.service\nLoadState={state['load']}\nActiveState={state['active']}\n"
+                    f"UnitFileState={state['file']}\nNeedDaemonReload={state.get('reload', 'no')}\n"
+                )
+            return 0, "\n".join(blocks), ""
+        if args[0] == "daemon-reload":
+            for state in self.units.values():
+                state["reload"] = "no"
+            return 0, "", ""
+        state = self.units[args[1]]
+        if args[0] == "enable":
+            state["file"] = "enabled"
+        elif state.get("broken"):
+            return 1, "", f"Job for {args[1]}.service failed because the control process exited with error code."
+        else:
+            state["active"] = "active"
+        return 0, "", ""
+
+
+def stopped():
+    return {"load": "loaded", "file": "disabled", "active": "inactive"}
+
+
+def test_services_are_enabled_and_started_then_left_alone(run_module, tmp_path):
+    env = tmp_path / "ray.env"
+    args = {"files": [entry(env, "A=1\n")], "services": [{"name": "ray-head", "restart_on": ["*"]}, {"name": "munge"}]}
+    systemctl = FakeSystemd(**{"ray-head": stopped(), "munge": dict(stopped(), file="static")})
+    result, failed = run_module(files.main, args, run_command=systemctl)
+    assert not failed and result["changed_services"] == ["ray-head: enabled, restarted", "munge: started"]
+    assert systemctl.calls == [
+        "show -p Id,LoadState,ActiveState,UnitFileState,NeedDaemonReload ray-head munge",
+        "enable ray-head",
+        "restart ray-head",
+        "start munge",
+    ]
+    assert result["diff"][-2:] == [
+        {"before_header": "ray-head (unit)", "after_header": "ray-head (unit)",
+         "before": "disabled, inactive\n", "after": "enabled, restarted\n"},
+        {"before_header": "munge (unit)", "after_header": "munge (unit)",
+         "before": "static, inactive\n", "after": "started\n"},
+    ]  # fmt: skip
+    systemctl.calls.clear()
+    result, failed = run_module(files.main, args, run_command=systemctl)
+    assert not failed and not result["changed"] and result["changed_services"] == [] and result["diff"] == []
+    assert systemctl.calls == ["show -p Id,LoadState,ActiveState,UnitFileState,NeedDaemonReload ray-head munge"]
+    env.write_text("A=2\n")
+    result, failed = run_module(files.main, args, run_command=systemctl)
+    assert (
+        not failed and result["changed_paths"] == [str(env)] and result["changed_services"] == ["ray-head: restarted"]
+    )
+
+
+def test_a_unit_file_written_is_read_again_before_its_service_starts(run_module, tmp_path):
+    unit = tmp_path / "gpulab-stage-clean.timer"
+    args = {"files": [entry(unit, "[Timer]\n")], "services": [{"name": "gpulab-stage-clean.timer"}]}
+    systemctl = FakeSystemd(**{"gpulab-stage-clean.timer": stopped()})
+    with_unit_dir = dict(args, files=[entry(unit, "[Timer]\n")])
+    result, failed = run_module(files.main, with_unit_dir, run_command=systemctl)
+    assert not failed and "daemon-reload" not in systemctl.calls  # not a unit directory: tmp_path
+    systemctl.units["gpulab-stage-clean.timer"]["reload"] = "yes"  # changed on disk by someone else
+    systemctl.calls.clear()
+    result, failed = run_module(files.main, args, run_command=systemctl)
+    assert not failed and not result["changed"]
+    assert systemctl.calls[1] == "daemon-reload" and systemctl.calls[0] == systemctl.calls[2]
+
+
+def test_check_mode_reports_units_and_touches_none(run_module, tmp_path):
+    args = {
+        "files": [entry(tmp_path / "a.conf", "x\n")],
+        "services": [{"name": "node-exporter"}, {"name": "governor", "start": False}, {"name": "chrony"}],
+    }
+    systemctl = FakeSystemd(governor=stopped(), chrony={"load": "loaded", "file": "enabled", "active": "active"})
+    result, failed = run_module(files.main, args, run_command=systemctl, check_mode=True)
+    assert not failed and result["changed_services"] == ["node-exporter: enabled, started", "governor: enabled"]
+    assert [call.split()[0] for call in systemctl.calls] == ["show"] and systemctl.units["governor"] == stopped()
+    assert result["diff"][1]["before"] == "not installed, inactive\n"
+
+
+def test_a_missing_unit_a_masked_one_and_a_failed_start_are_named(run_module, tmp_path):
+    masked = {"load": "masked", "file": "masked", "active": "inactive"}
+    systemctl = FakeSystemd(nut=masked, slapd=dict(stopped(), broken=True))
+    result, failed = run_module(files.main, {"files": [], "services": [{"name": "nosuch"}, {"name": "nut"}]}, systemctl)
+    assert failed and result["msg"] == "files: nosuch: no such unit; nut: the unit is masked"
+    result, failed = run_module(files.main, {"files": [], "services": [{"name": "slapd"}]}, systemctl)
+    assert failed and result["msg"] == (
+        "systemctl start slapd failed (rc 1): Job for slapd.service failed because the control process exited "
+        "with error code."
+    )
+
+
+def test_a_path_an_earlier_task_changed_restarts_what_reads_it(run_module, tmp_path):
+    # NUT: upsd.users holds the password, written by a no_log task before the task that runs the services.
+    conf = tmp_path / "upsd.conf"
+    services = [{"name": "nut-server", "restart_on": ["/etc/nut/upsd.users", str(conf)]}, {"name": "nut-driver@ups"}]
+    running = {"load": "loaded", "file": "enabled", "active": "active"}
+    systemctl = FakeSystemd(**{"nut-server": running, "nut-driver@ups": dict(running)})
+    args = {"files": [entry(conf, "LISTEN 0.0.0.0\n")], "services": services}
+    conf.write_text("LISTEN 0.0.0.0\n")
+    conf.chmod(0o644)
+    result, failed = run_module(files.main, dict(args, also_changed=["/etc/nut/upsd.users"]), run_command=systemctl)
+    assert not failed and result["changed_paths"] == [] and result["changed_services"] == ["nut-server: restarted"]
+    result, failed = run_module(files.main, args, run_command=systemctl)
+    assert not failed and not result["changed"]
