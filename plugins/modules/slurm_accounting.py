@@ -75,6 +75,8 @@ commands:
   sample: [[add, account, vision, Cluster=gpulab, Description=vision, Fairshare=1, Organization=vision]]
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import slurm
@@ -97,19 +99,26 @@ def main() -> None:
             module.fail_json(msg=f"{kind} entries {unnamed} have no name")
     sacctmgr = module.get_bin_path("sacctmgr", required=True)
 
-    def show(*args: str) -> str:
-        rc, out, err = module.run_command([sacctmgr, "-n", "-P", "show", *args], environ_update={"LC_ALL": "C"})
+    questions = [
+        ("cluster", "format=Cluster"),
+        ("association", f"cluster={p['cluster']}", "format=Account,User,Fairshare,QOS"),
+        ("qos", "format=" + ",".join(slurm.QOS_FIELDS)),
+    ]
+    # At once: each is a round trip to slurmdbd that costs time, not CPU.
+    with ThreadPoolExecutor(len(questions)) as pool:
+        answers = list(
+            pool.map(
+                lambda args: module.run_command([sacctmgr, "-n", "-P", "show", *args], environ_update={"LC_ALL": "C"}),
+                questions,
+            )
+        )
+    for args, (rc, out, err) in zip(questions, answers, strict=True):
         if rc != 0:
             module.fail_json(msg=f"sacctmgr show {args[0]} failed (is slurmdbd running?): {err.strip() or out.strip()}")
-        return out
-
     try:
-        clusters = [r["Cluster"] for r in slurm.parse_parsable(show("cluster", "format=Cluster"), ["Cluster"])]
-        assoc = slurm.parse_parsable(
-            show("association", f"cluster={p['cluster']}", "format=Account,User,Fairshare,QOS"),
-            ["Account", "User", "Fairshare", "QOS"],
-        )
-        qos = slurm.parse_parsable(show("qos", "format=" + ",".join(slurm.QOS_FIELDS)), slurm.QOS_FIELDS)
+        clusters = [r["Cluster"] for r in slurm.parse_parsable(answers[0][1], ["Cluster"])]
+        assoc = slurm.parse_parsable(answers[1][1], ["Account", "User", "Fairshare", "QOS"])
+        qos = slurm.parse_parsable(answers[2][1], slurm.QOS_FIELDS)
     except slurm.SlurmParseError as exc:
         module.fail_json(msg=f"could not read sacctmgr output: {exc}")
     try:

@@ -1,3 +1,5 @@
+import threading
+
 from ansible_collections.gpulab.cluster.plugins.modules import slurm_accounting
 
 SHOW = {
@@ -58,4 +60,22 @@ def test_database_down_is_a_clear_error(run_module, monkeypatch):
     assert result["msg"] == (
         "sacctmgr show cluster failed (is slurmdbd running?): "
         "sacctmgr: error: Sending PersistInit msg: Connection refused"
+    )
+
+
+def test_the_three_reads_wait_on_slurmdbd_at_once(run_module, monkeypatch):
+    # Each read waits at a barrier for the other two: read one after another, the first would time out.
+    monkeypatch.setattr(slurm_accounting.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/sacctmgr")
+    barrier = threading.Barrier(3, timeout=5)
+    calls = []
+    answer = fake_sacctmgr(calls)
+
+    def run(module, cmd, **kw):
+        if cmd[1:4] == ["-n", "-P", "show"]:
+            barrier.wait()
+        return answer(module, cmd, **kw)
+
+    result, failed = run_module(slurm_accounting.main, {"cluster": "gpulab"}, run_command=run)
+    assert (
+        not failed and not result["changed"] and sorted(call[3] for call in calls) == ["association", "cluster", "qos"]
     )
