@@ -4,8 +4,8 @@ profile_tasks callback writes (ansible.cfg turns it on).
 
     scripts/run-profile.py LOG [N]    the per-role table, then the N slowest tasks (default 0)
 
-Each task's header line is followed by profile_tasks' timestamp line, whose "(H:MM:SS.fff)" is the time
-the task before it took; the last task's time is on the recap's timestamp line.
+Each task's (and each handler's) header line is followed by profile_tasks' timestamp line, whose
+"(H:MM:SS.fff)" is the time the one before it took; the last one's time is on the recap's timestamp line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import sys
 from collections import defaultdict
 
-TASK = re.compile(r"^TASK \[(.*?)\] \*+")
+TASK = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(.*?)\] \*+")
 STAMP = re.compile(r"\((\d+):(\d+):(\d+\.\d+)\)\s+\d+:\d+:\d+\.\d+ \*+\s*$")
 
 

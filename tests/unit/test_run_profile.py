@@ -1,4 +1,4 @@
-"""scripts/run-profile.py on a profile_tasks log: each task's time is on the next timestamp line."""
+"""scripts/run-profile.py on a profile_tasks log: each task's (and handler's) time is on the next timestamp line."""
 
 import importlib.util
 from pathlib import Path
@@ -27,6 +27,10 @@ TASK [gpulab.cluster.slurm : Write slurm.conf and cgroup.conf] *****************
 Thursday 03 December 2026  12:56:17 +0000 (0:00:00.560)       0:00:04.740 *****
 ok: [gpu1]
 
+RUNNING HANDLER [gpulab.cluster.slurm : gpulab slurm restart slurmd] ***********
+Thursday 03 December 2026  12:58:20 +0000 (0:00:03.000)       0:00:07.740 *****
+changed: [gpu1]
+
 PLAY RECAP *********************************************************************
 Thursday 03 December 2026  12:58:18 +0000 (0:02:01.250)       0:02:05.990 *****
 """
@@ -38,11 +42,12 @@ def test_each_task_gets_the_time_on_the_next_stamp_and_roles_add_up():
         ("Gather facts where Python exists", 1.54),
         ("gpulab.cluster.common : Install base packages", 2.6),
         ("gpulab.cluster.common : Write the baseline's configuration files", 0.56),
-        ("gpulab.cluster.slurm : Write slurm.conf and cgroup.conf", 121.25),
+        ("gpulab.cluster.slurm : Write slurm.conf and cgroup.conf", 3.0),
+        ("gpulab.cluster.slurm : gpulab slurm restart slurmd", 121.25),
     ]
     rows = run_profile.per_role(tasks)
     assert [(role, n, round(s, 2)) for role, n, s in rows] == [
-        ("gpulab.cluster.slurm", 1, 121.25),
+        ("gpulab.cluster.slurm", 2, 124.25),
         ("gpulab.cluster.common", 2, 3.16),
         ("(plays)", 1, 1.54),
     ]
