@@ -1,5 +1,6 @@
 """Action of gpulab.cluster.packages: ask dpkg first (the module), and run ansible.builtin.apt with the
-task's options only where it says apt has something to do."""
+task's options only where it says apt has something to do (in check mode the module simulates the
+install itself where it can)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class ActionModule(ActionBase):
             args.setdefault("cache_valid_time", apt_status.CACHE_VALID_TIME)
         status = self._execute_module(module_name="gpulab.cluster.packages", module_args=args, task_vars=task_vars)
         display.vv(f"packages: {status.get('why', status.get('msg'))}", host=task_vars.get("inventory_hostname"))
-        if status.get("failed") or not status.get("needs_apt", True):
+        if status.get("failed") or status.get("simulated") or not status.get("needs_apt", True):
             result.update(status)
             return result
         result.update(self._execute_module(module_name="ansible.builtin.apt", module_args=args, task_vars=task_vars))

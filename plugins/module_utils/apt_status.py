@@ -48,8 +48,41 @@ def missing(specs: list[tuple[str, str | None]], query_output: str) -> list[str]
     ]
 
 
-def lists_stale(update_cache: bool, cache_valid_time: int, lists_age: float | None) -> bool:
-    """Whether the apt module would update its lists: asked to, and no cache_valid_time or lists older."""
-    if not update_cache:
+def lists_stale(update_cache: bool, cache_valid_time: int, lists_age: float | None, check_mode: bool = False) -> bool:
+    """Whether the apt module would update its lists: asked to, and no cache_valid_time or lists older; never
+    in check mode, where apt does not update them."""
+    if not update_cache or check_mode:
         return False
     return cache_valid_time <= 0 or lists_age is None or lists_age > cache_valid_time
+
+
+# "Inst NAME [INSTALLED] (CANDIDATE ARCHIVE [ARCH])" in apt-get --simulate's output.
+INST = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<installed>[^\]]+)\] )?\((?P<candidate>\S+) ")
+
+
+def simulate_argv(
+    missing: list[str], install_recommends: bool | None, allow_downgrade: bool, allow_change_held_packages: bool
+) -> list[str]:
+    """apt-get's command line that simulates installing `missing` with the task's options, as apt would install them."""
+    argv = ["apt-get", "-y", "-q", "--simulate"]
+    if install_recommends is not None:
+        argv += ["-o", f"APT::Install-Recommends={'yes' if install_recommends else 'no'}"]
+    if allow_downgrade:
+        argv.append("--allow-downgrades")
+    if allow_change_held_packages:
+        argv.append("--allow-change-held-packages")
+    return [*argv, "install", *missing]
+
+
+def simulated(output: str) -> tuple[list[str], str]:
+    """What apt-get --simulate install would do: each package it would install ("name version") or change
+    ("name old -> new"), and the summary it prints before them (the lists of new and upgraded packages)."""
+    changes = []
+    summary = []
+    for line in output.splitlines():
+        if found := INST.match(line):
+            old = found.group("installed")
+            changes.append(" ".join([found.group("name"), *([old, "->"] if old else []), found.group("candidate")]))
+        elif not line.startswith(("Inst ", "Conf ", "Remv ", "Reading ", "Building ")):
+            summary.append(line)
+    return changes, "\n".join(summary)

@@ -15,6 +15,10 @@ description:
     options, which then does all the work, check mode and diff included.
   - On a run that changes nothing this spares every package task apt's cache, which takes seconds to open
     on each node (tens of seconds under emulation).
+  - In check mode the module does apt's part itself where it can. It runs C(apt-get --simulate install) for
+    the missing packages, which resolves their dependencies and fails on a version the sources lack as apt's
+    check mode does, and reports what would be installed, without opening apt's cache in Python. Apt's lists
+    are not updated in check mode, so they never make it run. A pin with C(*) still goes to apt.
   - Names the fast path cannot judge (a path, C(>=), C(:arch)) and I(state) other than C(present) go to
     apt straight away.
   - Run alone (without its action) the module only reports what dpkg says.
@@ -57,7 +61,7 @@ options:
     type: int
 requirements: [dpkg-query, python3-apt (for apt, where it runs)]
 notes:
-  - Supports check mode; where apt runs, apt's own check mode and diff apply.
+  - Supports check mode and diff; where apt runs, apt's own check mode and diff apply.
 """
 
 EXAMPLES = r"""
@@ -84,6 +88,16 @@ lists_age:
   description: Seconds since apt's lists were last updated, or null where they never were.
   returned: always
   type: float
+simulated:
+  description: Check mode only. Whether the module simulated the install itself (apt is then not run).
+  returned: always
+  type: bool
+would_install:
+  description: Where simulated, each package apt-get would install (C(name version)) or upgrade (C(name old -> new)).
+  returned: when simulated
+  type: list
+  elements: str
+  sample: ["jq 1.6-2.1+deb12u3", "libssl3 3.0.20-1~deb12u2 -> 3.0.22-1~deb12u2"]
 why:
   description: Why apt runs, in words, or why it does not.
   returned: always
@@ -131,7 +145,7 @@ def judge(module: AnsibleModule) -> dict:
     if rc not in (0, 1):  # 1: some names unknown to dpkg, which the parser sees as missing
         return {"needs_apt": True, "missing": [], "lists_age": age, "why": f"dpkg-query failed: {err.strip()}"}
     missing = apt_status.missing(specs, out)
-    stale = apt_status.lists_stale(p["update_cache"], p["cache_valid_time"], age)
+    stale = apt_status.lists_stale(p["update_cache"], p["cache_valid_time"], age, module.check_mode)
     why = (
         f"to install: {', '.join(missing)}"
         if missing
@@ -140,9 +154,31 @@ def judge(module: AnsibleModule) -> dict:
     return {"needs_apt": bool(missing) or stale, "missing": missing, "lists_age": age, "why": why}
 
 
+def simulate(module: AnsibleModule, missing: list[str]) -> dict:
+    """apt-get's simulation of installing the missing packages: what it would do, or why it cannot."""
+    p = module.params
+    argv = apt_status.simulate_argv(
+        missing, p["install_recommends"], p["allow_downgrade"], p["allow_change_held_packages"]
+    )
+    rc, out, err = module.run_command(argv, environ_update={"LANG": "C", "LC_ALL": "C"})
+    if rc != 0:
+        errors = [line for line in err.splitlines() if line.startswith("E: ")] or [err.strip() or f"rc {rc}"]
+        module.fail_json(
+            msg=f"apt-get cannot install {', '.join(missing)}: {'; '.join(errors)}", stdout=out, stderr=err
+        )
+    changes, summary = apt_status.simulated(out)
+    result = {"changed": True, "simulated": True, "would_install": changes, "stdout": out}
+    if module._diff:
+        result["diff"] = {"prepared": summary}
+    return result
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    module.exit_json(changed=False, **judge(module))
+    result = {"changed": False, "simulated": False, **judge(module)}
+    if module.check_mode and result["missing"] and not any("*" in spec for spec in result["missing"]):
+        result.update(simulate(module, result["missing"]))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

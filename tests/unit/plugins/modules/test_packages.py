@@ -1,26 +1,32 @@
 """gpulab.cluster.packages: dpkg asked with plain names (pins judged here, not by dpkg), apt needed
-where a package is missing or off its pin, where the lists are stale, or where only apt can judge."""
+where a package is missing or off its pin, where the lists are stale, or where only apt can judge; in
+check mode apt-get's simulation run here instead of apt, and stale lists no reason for apt."""
 
 from pathlib import Path
 from unittest import mock
 
 from ansible_collections.gpulab.cluster.plugins.modules import packages
 
-QUERY = (Path(__file__).parents[2] / "fixtures/apt_status/dpkg-query.txt").read_text()
+FIXTURES = Path(__file__).parents[2] / "fixtures/apt_status"
+QUERY = (FIXTURES / "dpkg-query.txt").read_text()
+SIMULATED = (FIXTURES / "simulate-install-debian12.txt").read_text()
+NOT_FOUND = "E: Version '9.9' for 'jq' was not found\nE: Unable to locate package nosuchpkg\n"
 
 
-def dpkg(asked):
+def dpkg(asked, apt_get=(0, SIMULATED, "")):
+    """dpkg-query answers from the fixture; apt-get with `apt_get`."""
+
     def run(_module, argv, **_kwargs):
         asked.append(argv)
-        return 0, QUERY, ""
+        return (0, QUERY, "") if argv[0] == "dpkg-query" else apt_get
 
     return run
 
 
-def judge(run_module, args, lists_age=60.0):
+def judge(run_module, args, lists_age=60.0, check_mode=False, apt_get=(0, SIMULATED, "")):
     asked = []
     with mock.patch.object(packages, "lists_age", return_value=lists_age):
-        result, failed = run_module(packages.main, args, run_command=dpkg(asked), check_mode=True)
+        result, failed = run_module(packages.main, args, run_command=dpkg(asked, apt_get), check_mode=check_mode)
     assert not failed, result
     return result, asked
 
@@ -58,3 +64,57 @@ def test_what_only_apt_can_judge_goes_to_apt_without_asking_dpkg(run_module):
     for args in ({"name": ["ceph-common"], "state": "latest"}, {"name": ["./local.deb"]}):
         result, asked = judge(run_module, args)
         assert result["needs_apt"] and asked == [], args
+
+
+def test_check_mode_simulates_the_missing_packages_with_the_tasks_options_and_reports_them(run_module):
+    args = {
+        "name": ["ceph-common", "jq", "libnccl2=2.20.5-1+cuda12.2"],
+        "install_recommends": False,
+        "allow_downgrade": True,
+        "_ansible_diff": True,
+    }
+    result, asked = judge(run_module, args, check_mode=True)
+    assert asked[1] == [
+        "apt-get",
+        "-y",
+        "-q",
+        "--simulate",
+        "-o",
+        "APT::Install-Recommends=no",
+        "--allow-downgrades",
+        "install",
+        "jq",
+        "libnccl2=2.20.5-1+cuda12.2",
+    ]
+    assert (result["changed"], result["simulated"], result["needs_apt"]) == (True, True, True)
+    assert result["would_install"][:3] == [
+        "chrony 4.3-2+deb12u3",
+        "libsctp1 1.0.19+dfsg-2",
+        "libssl3 3.0.20-1~deb12u2 -> 3.0.22-1~deb12u2",
+    ]
+    assert len(result["would_install"]) == 9 and "Inst " not in result["diff"]["prepared"]
+    assert "The following packages will be upgraded:\n  libssl3 openssl\n2 upgraded" in result["diff"]["prepared"]
+
+
+def test_check_mode_fails_naming_what_apt_get_cannot_install(run_module):
+    asked = []
+    with mock.patch.object(packages, "lists_age", return_value=60.0):
+        result, failed = run_module(
+            packages.main,
+            {"name": ["jq=9.9", "nosuchpkg"]},
+            run_command=dpkg(asked, (100, "", NOT_FOUND)),
+            check_mode=True,
+        )
+    assert failed and result["msg"] == (
+        "apt-get cannot install jq=9.9, nosuchpkg: E: Version '9.9' for 'jq' was not found; "
+        "E: Unable to locate package nosuchpkg"
+    )
+
+
+def test_check_mode_leaves_stale_lists_and_star_pins_to_apt_rules(run_module):
+    # apt does not update its lists in check mode: with everything installed there is nothing for it to do.
+    result, asked = judge(run_module, {"name": ["ceph-common"], "update_cache": True}, 7200.0, check_mode=True)
+    assert (result["changed"], result["needs_apt"], result["simulated"], len(asked)) == (False, False, False, 1)
+    # A pin with * is matched as the apt module matches it: apt simulates it.
+    result, asked = judge(run_module, {"name": ["libnccl2=2.20*"]}, check_mode=True)
+    assert (result["needs_apt"], result["simulated"], len(asked)) == (True, False, 1)
