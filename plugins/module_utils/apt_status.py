@@ -48,10 +48,9 @@ def missing(specs: list[tuple[str, str | None]], query_output: str) -> list[str]
     ]
 
 
-def lists_stale(update_cache: bool, cache_valid_time: int, lists_age: float | None, check_mode: bool = False) -> bool:
-    """Whether the apt module would update its lists: asked to, and no cache_valid_time or lists older; never
-    in check mode, where apt does not update them."""
-    if not update_cache or check_mode:
+def lists_stale(update_cache: bool, cache_valid_time: int, lists_age: float | None) -> bool:
+    """Whether the apt module would update its lists: asked to, and no cache_valid_time or lists older."""
+    if not update_cache:
         return False
     return cache_valid_time <= 0 or lists_age is None or lists_age > cache_valid_time
 

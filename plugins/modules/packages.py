@@ -145,13 +145,20 @@ def judge(module: AnsibleModule) -> dict:
     if rc not in (0, 1):  # 1: some names unknown to dpkg, which the parser sees as missing
         return {"needs_apt": True, "missing": [], "lists_age": age, "why": f"dpkg-query failed: {err.strip()}"}
     missing = apt_status.missing(specs, out)
-    stale = apt_status.lists_stale(p["update_cache"], p["cache_valid_time"], age, module.check_mode)
-    why = (
-        f"to install: {', '.join(missing)}"
-        if missing
-        else ("apt's lists to update" if stale else "every package installed and apt's lists current")
-    )
-    return {"needs_apt": bool(missing) or stale, "missing": missing, "lists_age": age, "why": why}
+    stale = apt_status.lists_stale(p["update_cache"], p["cache_valid_time"], age)
+    if missing:
+        why = f"to install: {', '.join(missing)}"
+    elif stale and module.check_mode:
+        why = "every package installed; apt's lists are stale, and check mode does not update them"
+    else:
+        why = "apt's lists to update" if stale else "every package installed and apt's lists current"
+    # Apt does not update its lists in check mode: stale lists alone give it nothing to do there.
+    return {
+        "needs_apt": bool(missing) or (stale and not module.check_mode),
+        "missing": missing,
+        "lists_age": age,
+        "why": why,
+    }
 
 
 def simulate(module: AnsibleModule, missing: list[str]) -> dict:

@@ -115,6 +115,7 @@ def test_check_mode_leaves_stale_lists_and_star_pins_to_apt_rules(run_module):
     # apt does not update its lists in check mode: with everything installed there is nothing for it to do.
     result, asked = judge(run_module, {"name": ["ceph-common"], "update_cache": True}, 7200.0, check_mode=True)
     assert (result["changed"], result["needs_apt"], result["simulated"], len(asked)) == (False, False, False, 1)
+    assert result["why"] == "every package installed; apt's lists are stale, and check mode does not update them"
     # A pin with * is matched as the apt module matches it: apt simulates it.
     result, asked = judge(run_module, {"name": ["libnccl2=2.20*"]}, check_mode=True)
     assert (result["needs_apt"], result["simulated"], len(asked)) == (True, False, 1)
