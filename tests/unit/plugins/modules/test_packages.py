@@ -23,10 +23,10 @@ def dpkg(asked, apt_get=(0, SIMULATED, "")):
     return run
 
 
-def judge(run_module, args, lists_age=60.0, check_mode=False, apt_get=(0, SIMULATED, "")):
+def judge(run_module, args, lists_age=60.0, check_mode=False):
     asked = []
     with mock.patch.object(packages, "lists_age", return_value=lists_age):
-        result, failed = run_module(packages.main, args, run_command=dpkg(asked, apt_get), check_mode=check_mode)
+        result, failed = run_module(packages.main, args, run_command=dpkg(asked), check_mode=check_mode)
     assert not failed, result
     return result, asked
 
@@ -93,7 +93,13 @@ def test_check_mode_simulates_the_missing_packages_with_the_tasks_options_and_re
         "libssl3 3.0.20-1~deb12u2 -> 3.0.22-1~deb12u2",
     ]
     assert len(result["would_install"]) == 9 and "Inst " not in result["diff"]["prepared"]
-    assert "The following packages will be upgraded:\n  libssl3 openssl\n2 upgraded" in result["diff"]["prepared"]
+    prepared = result["diff"]["prepared"].splitlines()
+    assert prepared[0] == "The following additional packages will be installed:", prepared
+    assert prepared[-3:] == [
+        "The following packages will be upgraded:",
+        "  libssl3 openssl",
+        "2 upgraded, 7 newly installed, 0 to remove and 18 not upgraded.",
+    ]
 
 
 def test_check_mode_fails_naming_what_apt_get_cannot_install(run_module):
