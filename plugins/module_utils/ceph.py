@@ -1,4 +1,5 @@
-"""Ceph's health and OSD map as check records: `ceph health detail -f json` and `ceph osd stat -f json`. Pure."""
+"""Ceph's health and OSD map as check records (`ceph health detail -f json`, `ceph osd stat -f json`), and the
+cluster as the ceph role reads it (`ceph status -f json`, `ceph fs ls -f json`). Pure."""
 
 from __future__ import annotations
 
@@ -67,3 +68,26 @@ def osds(text: str, expected: int | None = None) -> Check:
             code="CEPH_OSD_DOWN",
         )
     return passed("ceph.osds", f"all {total} OSDs up and in", value=up, threshold=total, unit="OSDs")
+
+
+def cluster(status_text: str, fs_text: str) -> dict[str, Any]:
+    """`ceph status -f json` and `ceph fs ls -f json` -> what the ceph role acts on: the monitors in quorum,
+    the health status with each check's message, the managers' enabled modules and the file systems' names."""
+    data = _json(status_text, "ceph status")
+    try:
+        listed = json.loads(fs_text)
+    except json.JSONDecodeError as exc:
+        raise CephParseError(f"ceph fs ls is not JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(listed, list) or not all(isinstance(fs, dict) and "name" in fs for fs in listed):
+        raise CephParseError("ceph fs ls is not a list of file systems with names")
+    health = data.get("health") or {}
+    if "quorum_names" not in data or "status" not in health:
+        raise CephParseError("ceph status lacks quorum_names or health.status")
+    checks = health.get("checks") or {}
+    return {
+        "quorum": sorted(data["quorum_names"]),
+        "health": health["status"],
+        "checks": {name: (check.get("summary") or {}).get("message", "") for name, check in sorted(checks.items())},
+        "mgr_modules": sorted((data.get("mgrmap") or {}).get("modules") or []),
+        "fs": sorted(fs["name"] for fs in listed),
+    }

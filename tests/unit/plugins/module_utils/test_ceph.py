@@ -1,5 +1,6 @@
 """Ceph's health and OSD map read from what `ceph ... -f json` printed (Ceph 16.2.15, Debian 12)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,37 @@ def test_other_output_is_refused(text, message):
         ceph.health(text)
     with pytest.raises(ceph.CephParseError, match="lacks num_osds"):
         ceph.osds('{"epoch": 3}')
+
+
+def test_the_cluster_as_the_role_reads_it():
+    state = ceph.cluster(read("status-ok.json"), read("fs-ls.json"))
+    assert state == {
+        "quorum": ["storage1"],
+        "health": "HEALTH_OK",
+        "checks": {},
+        "mgr_modules": ["iostat", "nfs", "prometheus", "restful"],
+        "fs": ["cephfs"],
+    }
+
+
+def test_the_clusters_checks_are_named_with_their_messages():
+    status = json.loads(read("status-ok.json"))
+    status["health"] = json.loads(read("health-osd-down.json"))
+    state = ceph.cluster(json.dumps(status), "[]")
+    assert (state["health"], state["fs"]) == ("HEALTH_WARN", [])
+    assert state["checks"]["OSD_DOWN"] == "1 osds down"
+
+
+@pytest.mark.parametrize(
+    "status, listed, message",
+    [
+        ("", "[]", "ceph status is not JSON"),
+        ('{"health": {"status": "HEALTH_OK"}}', "[]", "ceph status lacks quorum_names or health.status"),
+        (None, "{}", "ceph fs ls is not a list of file systems with names"),
+        (None, "[{}]", "ceph fs ls is not a list of file systems with names"),
+        (None, "no", "ceph fs ls is not JSON"),
+    ],
+)
+def test_other_cluster_output_is_refused(status, listed, message):
+    with pytest.raises(ceph.CephParseError, match=message):
+        ceph.cluster(status if status is not None else read("status-ok.json"), listed)
