@@ -107,6 +107,7 @@ interface:
 
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -157,13 +158,20 @@ def _measure(module: AnsibleModule, peer: dict, iperf3: str, ping: str, mtu: int
     found: dict = {"name": peer["name"], "address": peer["address"]}
     # The timeout bounds a server that accepts but never answers.
     cmd = [iperf3, "-c", peer["address"], "-p", str(p["port"]), "-P", str(p["streams"]), "-t", str(p["duration"])]
-    rc, out, err = module.run_command(["timeout", str(p["duration"] + 20), *cmd, "-J", "--connect-timeout", "5000"])
+    cmd = ["timeout", str(p["duration"] + 20), *cmd, "-J", "--connect-timeout", "5000"]
+    rc, out, err = module.run_command(cmd)
+    if not out.strip():
+        # iperf3 3.11 and 3.12 (Debian 12's) end a failed client run under -J with rc 0 and print nothing
+        # (esnet/iperf#1405): once more, so that a passing moment's failure is not the verdict.
+        time.sleep(1)
+        rc, out, err = module.run_command(cmd)
     try:
         found["iperf"] = nt.parse_iperf3(out)
         found["iperf_error"] = None
     except nt.NetParseError as exc:
         found["iperf"] = None
-        found["iperf_error"] = f"{exc} (rc {rc}{'; ' + err.strip() if err.strip() else ''})"
+        said = "iperf3 printed nothing, twice" if not out.strip() else f"{exc}: {out.strip()[:120]!r}"
+        found["iperf_error"] = f"{said} (rc {rc}{'; ' + err.strip() if err.strip() else ''})"
     rc, out, err = module.run_command(
         [ping, "-M", "do", "-s", str(nt.ping_payload(mtu)), "-c", "3", "-i", "0.05", "-W", "2", peer["address"]]
     )
