@@ -1,20 +1,20 @@
 #!/usr/bin/python
-"""Read what the ceph role acts on, in one step: its files, its daemons' units and what the cluster says."""
+"""Read what a role's steps depend on, in one step: files, units and, on a Ceph monitor, what the cluster says."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: ceph_state
-short_description: Read a Ceph node's keys, its daemons' units and the cluster's state in one step
+module: node_state
+short_description: Read the files, units and Ceph cluster a role's steps depend on, in one step
 description:
-  - Read only. The ceph role reads a node once with it and skips the steps whose work is already done
-    (a key made, a daemon running, a manager module on, a file system there), where each of them was a
-    probe or a task of its own.
+  - Read only. A role reads a node once with it and skips the steps whose work is already done (a key
+    made, a daemon running, a manager module on, a file system there), where each of them was a probe or
+    a task of its own - the ceph role on its monitor hosts, the slurm role for its daemons.
   - I(paths) - each path's owner, group and mode, or null where it does not exist.
   - I(units) - each unit's state from one C(systemctl show).
-  - With I(cluster), where I(admin_keyring) exists - C(ceph status) and C(ceph fs ls), each under
-    I(timeout); monitors that do not answer leave C(cluster.answered) false with the reason, which is not
+  - With I(ceph), where I(admin_keyring) exists - C(ceph status) and C(ceph fs ls), each under
+    I(timeout); monitors that do not answer leave C(ceph.answered) false with the reason, which is not
     a failure (the role then starts them and waits for the quorum as before).
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
@@ -29,12 +29,12 @@ options:
     type: list
     elements: str
     default: []
-  cluster:
-    description: Ask the cluster as well (a monitor host, which holds the admin keyring).
+  ceph:
+    description: Ask the Ceph cluster as well (on a monitor host, which holds the admin keyring).
     type: bool
     default: false
   admin_keyring:
-    description: The admin keyring; without it the cluster is not asked.
+    description: Ceph's admin keyring; without it the cluster is not asked.
     type: path
     default: /etc/ceph/ceph.client.admin.keyring
   timeout:
@@ -47,10 +47,10 @@ extends_documentation_fragment:
 
 EXAMPLES = r"""
 - name: Read this monitor's keys, daemons and cluster
-  gpulab.cluster.ceph_state:
+  gpulab.cluster.node_state:
     paths: [/var/lib/ceph/gpulab/mon.keyring, /var/lib/ceph/mon/ceph-storage1/keyring]
     units: [ceph-mon@storage1, ceph-mgr@storage1]
-    cluster: true
+    ceph: true
   register: ceph_state
 
 - name: Start the monitor where it is not running
@@ -73,9 +73,9 @@ units:
   returned: always
   type: dict
   sample: {ceph-mon@storage1: {active: true, enabled: true, load: loaded}}
-cluster:
+ceph:
   description:
-    - C(answered) - whether the cluster was asked and answered; C(why) - why not, else null.
+    - C(answered) - whether the Ceph cluster was asked and answered; C(why) - why not, else null.
     - C(quorum) - the monitors in quorum; C(health) - C(HEALTH_OK), C(HEALTH_WARN) or C(HEALTH_ERR), with
       C(checks) naming Ceph's checks and their messages; C(mgr_modules) - the managers' enabled modules;
       C(fs) - the file systems' names. Empty or null where the cluster did not answer.
@@ -103,7 +103,7 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import ceph, system
 ARGUMENT_SPEC = dict(
     paths=dict(type="list", elements="path", default=[]),
     units=dict(type="list", elements="str", default=[]),
-    cluster=dict(type="bool", default=False),
+    ceph=dict(type="bool", default=False),
     admin_keyring=dict(type="path", default="/etc/ceph/ceph.client.admin.keyring"),
     timeout=dict(type="int", default=10),
 )
@@ -137,7 +137,7 @@ def read_units(module: AnsibleModule, names: list[str]) -> dict[str, dict]:
     try:
         units = systemd.parse_show(out, len(names))
     except systemd.SystemdParseError as error:
-        module.fail_json(msg=f"ceph_state: {error}")
+        module.fail_json(msg=f"node_state: {error}")
     return {
         name: {
             "active": unit["ActiveState"] in systemd.RUNNING,
@@ -159,8 +159,8 @@ def ask(module: AnsibleModule, *what: str) -> tuple[str | None, str | None]:
     return out, None
 
 
-def read_cluster(module: AnsibleModule) -> dict:
-    if not module.params["cluster"]:
+def read_ceph(module: AnsibleModule) -> dict:
+    if not module.params["ceph"]:
         return dict(NOT_ASKED, why="not asked")
     if not os.path.exists(module.params["admin_keyring"]):
         return dict(NOT_ASKED, why=f"no admin keyring here ({module.params['admin_keyring']})")
@@ -173,7 +173,7 @@ def read_cluster(module: AnsibleModule) -> dict:
     try:
         return dict(ceph.cluster(status, listed), answered=True, why=None)
     except ceph.CephParseError as error:
-        module.fail_json(msg=f"ceph_state: {error}")
+        module.fail_json(msg=f"node_state: {error}")
 
 
 def main() -> None:
@@ -185,7 +185,7 @@ def main() -> None:
         changed=False,
         paths={path: describe(path) for path in module.params["paths"]},
         units=read_units(module, module.params["units"]),
-        cluster=read_cluster(module),
+        ceph=read_ceph(module),
     )
 
 

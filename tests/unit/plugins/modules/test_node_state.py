@@ -1,11 +1,11 @@
-"""ceph_state: paths, units and the cluster read in one module run, from output recorded on the lab's storage1."""
+"""node_state: paths, units and the Ceph cluster read in one module run, from output recorded on the lab's storage1."""
 
 import grp
 import os
 import pwd
 from pathlib import Path
 
-from ansible_collections.gpulab.cluster.plugins.modules import ceph_state
+from ansible_collections.gpulab.cluster.plugins.modules import node_state
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ceph"
 UNITS = ["ceph-mon@storage1", "ceph-mgr@storage1", "ceph-mds@storage2"]
@@ -35,9 +35,9 @@ def test_paths_units_and_the_cluster_in_one_run(run_module, tmp_path):
     keyring.write_text("[client.admin]\n")
     keyring.chmod(0o600)
     run, seen = answers(CEPH)
-    args = {"paths": [str(tmp_path), str(keyring), str(tmp_path / "none")], "units": UNITS, "cluster": True}
+    args = {"paths": [str(tmp_path), str(keyring), str(tmp_path / "none")], "units": UNITS, "ceph": True}
     args["admin_keyring"] = str(keyring)
-    result, failed = run_module(ceph_state.main, args, run_command=run, check_mode=True)
+    result, failed = run_module(node_state.main, args, run_command=run, check_mode=True)
     assert not failed and result["changed"] is False
     me = f"{pwd.getpwuid(os.getuid())[0]}:{grp.getgrgid(os.getgid())[0]}"
     assert result["paths"] == {
@@ -50,7 +50,7 @@ def test_paths_units_and_the_cluster_in_one_run(run_module, tmp_path):
         "ceph-mgr@storage1": {"active": True, "enabled": True, "load": "loaded"},
         "ceph-mds@storage2": {"active": False, "enabled": False, "load": "loaded"},
     }
-    assert result["cluster"] == {
+    assert result["ceph"] == {
         "answered": True,
         "why": None,
         "quorum": ["storage1"],
@@ -69,14 +69,14 @@ def test_paths_units_and_the_cluster_in_one_run(run_module, tmp_path):
 def test_the_cluster_is_not_asked_without_the_admin_keyring_or_when_told_not_to(run_module, tmp_path):
     run, seen = answers(CEPH)
     result, failed = run_module(
-        ceph_state.main, {"cluster": True, "admin_keyring": str(tmp_path / "none")}, run_command=run
+        node_state.main, {"ceph": True, "admin_keyring": str(tmp_path / "none")}, run_command=run
     )
     assert not failed and seen == []
-    assert result["cluster"]["answered"] is False
-    assert result["cluster"]["why"] == f"no admin keyring here ({tmp_path / 'none'})"
-    assert (result["cluster"]["quorum"], result["cluster"]["mgr_modules"], result["cluster"]["fs"]) == ([], [], None)
-    result, failed = run_module(ceph_state.main, {}, run_command=run)
-    assert not failed and seen == [] and result["cluster"]["why"] == "not asked"
+    assert result["ceph"]["answered"] is False
+    assert result["ceph"]["why"] == f"no admin keyring here ({tmp_path / 'none'})"
+    assert (result["ceph"]["quorum"], result["ceph"]["mgr_modules"], result["ceph"]["fs"]) == ([], [], None)
+    result, failed = run_module(node_state.main, {}, run_command=run)
+    assert not failed and seen == [] and result["ceph"]["why"] == "not asked"
     assert (result["paths"], result["units"]) == ({}, {})
 
 
@@ -85,26 +85,26 @@ def test_monitors_that_do_not_answer_are_a_reason_not_a_failure(run_module, tmp_
     keyring.write_text("")
     run, _seen = answers({("ceph",): (124, "", "")})
     result, failed = run_module(
-        ceph_state.main, {"cluster": True, "admin_keyring": str(keyring), "timeout": 3}, run_command=run
+        node_state.main, {"ceph": True, "admin_keyring": str(keyring), "timeout": 3}, run_command=run
     )
     assert not failed
-    assert result["cluster"]["answered"] is False
-    assert result["cluster"]["why"] == "ceph status did not answer in 3 s"
+    assert result["ceph"]["answered"] is False
+    assert result["ceph"]["why"] == "ceph status did not answer in 3 s"
     run, _seen = answers({("ceph",): (1, "", "[errno 13] RADOS permission denied (error connecting to the cluster)")})
-    result, failed = run_module(ceph_state.main, {"cluster": True, "admin_keyring": str(keyring)}, run_command=run)
-    assert result["cluster"]["why"] == (
+    result, failed = run_module(node_state.main, {"ceph": True, "admin_keyring": str(keyring)}, run_command=run)
+    assert result["ceph"]["why"] == (
         "ceph status failed (rc 1): [errno 13] RADOS permission denied (error connecting to the cluster)"
     )
 
 
 def test_bad_input_and_unreadable_output_fail_naming_them(run_module, tmp_path):
-    result, failed = run_module(ceph_state.main, {"timeout": 0})
+    result, failed = run_module(node_state.main, {"timeout": 0})
     assert failed and result["msg"] == "timeout must be at least 1, got 0"
     run, _seen = answers({("systemctl",): (0, "Id=ceph-mon@storage1.service\n", "")})
-    result, failed = run_module(ceph_state.main, {"units": ["ceph-mon@storage1"]}, run_command=run)
-    assert failed and result["msg"].startswith("ceph_state: systemctl show left out LoadState")
+    result, failed = run_module(node_state.main, {"units": ["ceph-mon@storage1"]}, run_command=run)
+    assert failed and result["msg"].startswith("node_state: systemctl show left out LoadState")
     keyring = tmp_path / "admin.keyring"
     keyring.write_text("")
     run, _seen = answers({("ceph",): (0, "not json", "")})
-    result, failed = run_module(ceph_state.main, {"cluster": True, "admin_keyring": str(keyring)}, run_command=run)
-    assert failed and result["msg"].startswith("ceph_state: ceph status is not JSON")
+    result, failed = run_module(node_state.main, {"ceph": True, "admin_keyring": str(keyring)}, run_command=run)
+    assert failed and result["msg"].startswith("node_state: ceph status is not JSON")
