@@ -58,7 +58,7 @@ EXAMPLES = r"""
     name: ceph-mon@storage1
     enabled: true
     state: started
-  when: not (ceph_state.units['ceph-mon@storage1'].active and ceph_state.units['ceph-mon@storage1'].enabled)
+  when: "'ceph-mon@storage1' not in ceph_state.running"
 """
 
 RETURN = r"""
@@ -73,6 +73,12 @@ units:
   returned: always
   type: dict
   sample: {ceph-mon@storage1: {active: true, enabled: true, load: loaded}}
+running:
+  description: The units of I(units) that are both active and enabled, in the order given - those a role need not start.
+  returned: always
+  type: list
+  elements: str
+  sample: [ceph-mon@storage1]
 ceph:
   description:
     - C(answered) - whether the Ceph cluster was asked and answered; C(why) - why not, else null.
@@ -181,10 +187,12 @@ def main() -> None:
     module.run_command_environ_update = {"LC_ALL": "C", "LANG": "C"}
     if module.params["timeout"] < 1:
         module.fail_json(msg=f"timeout must be at least 1, got {module.params['timeout']}")
+    units = read_units(module, module.params["units"])
     module.exit_json(
         changed=False,
         paths={path: describe(path) for path in module.params["paths"]},
-        units=read_units(module, module.params["units"]),
+        units=units,
+        running=[name for name, unit in units.items() if unit["active"] and unit["enabled"]],
         ceph=read_ceph(module),
     )
 

@@ -50,6 +50,7 @@ def test_paths_units_and_the_cluster_in_one_run(run_module, tmp_path):
         "ceph-mgr@storage1": {"active": True, "enabled": True, "load": "loaded"},
         "ceph-mds@storage2": {"active": False, "enabled": False, "load": "loaded"},
     }
+    assert result["running"] == ["ceph-mon@storage1", "ceph-mgr@storage1"]
     assert result["ceph"] == {
         "answered": True,
         "why": None,
@@ -77,7 +78,7 @@ def test_the_cluster_is_not_asked_without_the_admin_keyring_or_when_told_not_to(
     assert (result["ceph"]["quorum"], result["ceph"]["mgr_modules"], result["ceph"]["fs"]) == ([], [], None)
     result, failed = run_module(node_state.main, {}, run_command=run)
     assert not failed and seen == [] and result["ceph"]["why"] == "not asked"
-    assert (result["paths"], result["units"]) == ({}, {})
+    assert (result["paths"], result["units"], result["running"]) == ({}, {}, [])
 
 
 def test_monitors_that_do_not_answer_are_a_reason_not_a_failure(run_module, tmp_path):
