@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,25 @@ def scenario_host(request):
         return testinfra.get_host(f"ansible://{name}", ansible_inventory=request.config.option.ansible_inventory)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def restart_container():
+    """restart_container(name, seconds=180): docker restart, then wait until the node's systemd has booted.
+
+    Through Docker, as lab.yml's wait, whatever the inventory's connection (SSH answers only once sshd runs
+    again). Retried, since the first calls can come before systemd's bus.
+    """
+
+    def restart(name: str, seconds: int = 180) -> None:
+        subprocess.run(["docker", "restart", name], check=True, capture_output=True, timeout=120)
+        deadline = time.monotonic() + seconds
+        state = ""
+        while state not in ("running", "degraded") and time.monotonic() < deadline:
+            wait = ["docker", "exec", name, "timeout", "30", "systemctl", "is-system-running", "--wait"]
+            state = subprocess.run(wait, capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+            if state not in ("running", "degraded"):
+                time.sleep(1)
+        assert state in ("running", "degraded"), f"{name} had not booted after {seconds} s: {state!r}"
+
+    return restart

@@ -9,7 +9,9 @@ ROOT = SCENARIO.parents[1]
 
 
 def as_user(ctl, user, command, check=True):
-    cmd = f"runuser -u {user} -- {command}"
+    # From /, whatever the connection's directory (over SSH root's home, which the user cannot enter): sbatch
+    # makes the directory it was run from the job's, and slurmstepd would write its complaint into the output.
+    cmd = f"cd / && runuser -u {user} -- {command}"
     return ctl.check_output(cmd) if check else ctl.run(cmd)
 
 
