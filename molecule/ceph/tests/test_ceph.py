@@ -6,10 +6,10 @@ a new client, a restart of the storage node).
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 SCENARIO = Path(__file__).resolve().parents[1]
 PAYLOAD = "/mnt/cephfs/payload.bin"
@@ -23,15 +23,6 @@ def st(scenario_host):
 
 def ceph(st, *args):
     return json.loads(st.check_output("ceph --format json " + " ".join(args)))
-
-
-def wait_for(predicate, seconds, step=3):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 def osds_up(st):

@@ -12,15 +12,7 @@ import threading
 import time
 
 import pytest
-
-
-def wait_for(predicate, seconds, step=3):
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
-    return True
+from polling import wait_for
 
 
 def upgrade(ansible_playbook, allow_outage=True):

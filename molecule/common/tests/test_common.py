@@ -1,8 +1,7 @@
 """State the common role leaves on a management node and a compute node."""
 
-import time
-
 import pytest
+from polling import wait_for
 
 MGMT_ADDRESS = "172.30.103.11"
 
@@ -41,15 +40,14 @@ def test_compute_node_syncs_from_management_node(host):
     if host.backend.get_hostname() != "common-gpu":
         pytest.skip("compute node only")
     assert f"server {MGMT_ADDRESS} iburst" in host.file("/etc/chrony/chrony.conf").content_string
+
     # chronyd selects the management node ('^*') once it has a few samples.
-    deadline = time.monotonic() + 90
-    sources = ""
-    while time.monotonic() < deadline:
-        sources = host.check_output("chronyc -n sources")
-        if f"^* {MGMT_ADDRESS}" in sources:
-            return
-        time.sleep(3)
-    pytest.fail(f"chrony did not select {MGMT_ADDRESS}:\n{sources}")
+    def sources():
+        return host.check_output("chronyc -n sources")
+
+    assert wait_for(lambda: f"^* {MGMT_ADDRESS}" in sources(), 90, step=3), (
+        f"chrony did not select {MGMT_ADDRESS}:\n{sources()}"
+    )
 
 
 def test_memlock_unlimited_for_logins_and_services(host):

@@ -10,6 +10,7 @@ import re
 import time
 
 import pytest
+from polling import wait_for
 
 VMS = {"kvm1": 1, "kvm2": 2}
 VLANS = {"compute": (20, "10.20.0", "eth1"), "storage": (30, "10.30.0", "bond0")}
@@ -203,9 +204,7 @@ def ib_write_bw(server, client):
         # again, for at most 60 s. ib_write_bw then exits 255, which testinfra takes for a failed ssh: the
         # status is passed on as 254.
         listening = "rdma resource show cm_id | grep -q 'state LISTEN' && echo listening || true"
-        waited = time.monotonic() + 120
-        while server.check_output(listening) != "listening" and time.monotonic() < waited:
-            time.sleep(1)
+        wait_for(lambda: server.check_output(listening) == "listening", 120, step=1)
         bw = f"timeout 90 ib_write_bw -d {RXE} -R -D 3 --report_gbits {address('kvm1', 'compute')}"
         deadline = time.monotonic() + 60
         while True:

@@ -5,10 +5,10 @@ import os
 import re
 import shlex
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 A100_UUID = "GPU-8a7c6b5d-4e3f-2a1b-0c9d-8e7f6a5b4c3d"  # the stand-in's second GPU (conftest.stand_in)
@@ -36,12 +36,12 @@ def promtool_check(text):
 
 def scrape_until(mgmt, name, line, seconds=30):
     """The node's page once it has this line (the collector runs every 2 s here), or None."""
-    deadline = time.monotonic() + seconds
-    while line not in (page := scrape(mgmt, name)).splitlines():
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(1)
-    return page
+
+    def page_with_line():
+        page = scrape(mgmt, name)
+        return page if line in page.splitlines() else None
+
+    return wait_for(page_with_line, seconds, step=1)
 
 
 @pytest.mark.parametrize("name", NODES)

@@ -6,10 +6,10 @@ the driver forgot them, and a rerun changes nothing."""
 import json
 import os
 import shlex
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 PLAYBOOK = "molecule/monitoring/power.yml"
@@ -77,10 +77,7 @@ def test_limits_are_set_and_reach_prometheus(gpu1, ansible_playbook, prometheus)
     assert gpu1.service("gpulab-gpu-power.service").is_enabled
     # The collector reads the new limits through NVML; Prometheus scrapes them.
     wanted = {"0": "350", "1": "200"}
-    deadline = time.monotonic() + 30
-    while (seen := prometheus_limits(prometheus)) != wanted and time.monotonic() < deadline:
-        time.sleep(2)
-    assert seen == wanted
+    assert wait_for(lambda: prometheus_limits(prometheus) == wanted, 30), prometheus_limits(prometheus)
 
 
 def test_a_rerun_changes_nothing(gpu1, ansible_playbook):

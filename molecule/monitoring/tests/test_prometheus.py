@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from polling import wait_for
 
 ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 ROLE = ROOT / "roles" / "monitoring"
@@ -34,14 +35,6 @@ http.server.HTTPServer(("127.0.0.1", 9199), Receiver).serve_forever()
 def api(mgmt, path):
     fetch = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
     return json.loads(mgmt.check_output(f"python3 -c {shlex.quote(fetch)} http://localhost:9090{path}"))
-
-
-def wait_for(condition, seconds, step=2):
-    """condition()'s first true value within the time, or its last value."""
-    deadline = time.monotonic() + seconds
-    while not (value := condition()) and time.monotonic() < deadline:
-        time.sleep(step)
-    return value
 
 
 def posts(mgmt):

@@ -1,7 +1,6 @@
 """What the Slurm scenario's test files share: waiting, node state, and GPU stand-ins."""
 
 import shlex
-import time
 from pathlib import Path
 
 SCENARIO = Path(__file__).resolve().parents[1]
@@ -13,16 +12,6 @@ def as_user(ctl, user, command, check=True):
     # makes the directory it was run from the job's, and slurmstepd would write its complaint into the output.
     cmd = f"cd / && runuser -u {user} -- {command}"
     return ctl.check_output(cmd) if check else ctl.run(cmd)
-
-
-def wait_for(predicate, seconds, step=2):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
 
 
 def node_state(ctl, name):

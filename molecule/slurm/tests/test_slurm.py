@@ -3,7 +3,8 @@
 import json
 import shlex
 
-from slurm_helpers import ROOT, SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state, wait_for
+from polling import wait_for
+from slurm_helpers import ROOT, SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state
 
 COMPUTE = ("slurm-gpu1", "slurm-gpu2")
 

@@ -13,7 +13,8 @@ import subprocess
 import threading
 
 import pytest
-from slurm_helpers import SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state, wait_for
+from polling import wait_for
+from slurm_helpers import SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state
 
 NODES = ("slurm-gpu1", "slurm-gpu2", "slurm-gpu3")
 SETTINGS = {"validation_nccl_tests": False}

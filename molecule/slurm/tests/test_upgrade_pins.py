@@ -11,7 +11,8 @@ import shlex
 import threading
 
 import pytest
-from slurm_helpers import SCENARIO, TWO_GPUS, node_state, wait_for
+from polling import wait_for
+from slurm_helpers import SCENARIO, TWO_GPUS, node_state
 
 GPU1 = "slurm-gpu1"
 DRIVER = ["nvidia-smi", "libnvidia-ml1", "libcuda1"]  # Debian's 535 flavour in a container

@@ -8,7 +8,8 @@ Runs after test_upgrade.py and test_upgrade_pins.py, on slurm-gpu3, put one tzda
 import json
 
 import pytest
-from slurm_helpers import SCENARIO, TWO_GPUS, fake_gpus, node_state, wait_for
+from polling import wait_for
+from slurm_helpers import SCENARIO, TWO_GPUS, fake_gpus, node_state
 
 NODE = "slurm-gpu3"
 HOOK = "/etc/apt/apt.conf.d/99gpulab-test-dpkg-fails"  # apt runs it before dpkg; it fails, so dpkg never runs

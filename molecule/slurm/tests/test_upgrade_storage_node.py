@@ -11,7 +11,8 @@ import subprocess
 import threading
 
 import pytest
-from slurm_helpers import SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state, wait_for
+from polling import wait_for
+from slurm_helpers import SCENARIO, TWO_GPUS, as_user, fake_gpus, node_state
 
 NODE = "slurm-gpu3"
 JOB_OUT = "/var/tmp/storage-node-job.out"
