@@ -1,6 +1,6 @@
 """Action of gpulab.cluster.packages: ask dpkg first (the module), and run ansible.builtin.apt with the
 task's options only where it says apt has something to do (in check mode the module simulates the
-install itself where it can)."""
+install itself where it can). Where apt changed anything, dpkg is asked again for the versions and holds."""
 
 from __future__ import annotations
 
@@ -31,4 +31,9 @@ class ActionModule(ActionBase):
             result.update(status)
             return result
         result.update(self._execute_module(module_name="ansible.builtin.apt", module_args=args, task_vars=task_vars))
+        if result.get("changed") and not result.get("failed") and not self._play_context.check_mode:
+            status = self._execute_module(
+                module_name="gpulab.cluster.packages", module_args=dict(args, update_cache=False), task_vars=task_vars
+            )
+        result.update(installed=status.get("installed", {}), held=status.get("held", []))
         return result

@@ -38,6 +38,16 @@ def installed(query_output: str) -> dict[str, list[str]]:
     return found
 
 
+def held(query_output: str) -> list[str]:
+    """The packages dpkg holds (desired status h), in its order, from dpkg-query's output."""
+    names: list[str] = []
+    for line in query_output.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[2][:1] == "h" and fields[0] not in names:
+            names.append(fields[0])
+    return names
+
+
 def missing(specs: list[tuple[str, str | None]], query_output: str) -> list[str]:
     """The specs (as apt names them) that dpkg has not installed, or not at the pinned version."""
     have = installed(query_output)

@@ -22,6 +22,8 @@ description:
   - Names the fast path cannot judge (a path, C(>=), C(:arch)) and I(state) other than C(present) go to
     apt straight away.
   - Run alone (without its action) the module only reports what dpkg says.
+  - It returns the asked packages' installed versions and holds (I(installed), I(held)), read again after apt
+    installed anything, so that a role need not ask dpkg once more.
 version_added: 0.1.0
 author: gpulab developers (@gpulab)
 options:
@@ -84,6 +86,19 @@ missing:
   type: list
   elements: str
   sample: [nut-client, "libnccl2=2.21.5-1+cuda12.4"]
+installed:
+  description:
+    - Each asked package dpkg has fully installed, with its version; after apt changed anything, as it left them.
+    - Empty where the names are not plain package names (a path, C(>=), C(:arch)).
+  returned: always
+  type: dict
+  sample: {nvidia-driver: 535.247.01-1~deb12u1, jq: 1.6-2.1+deb12u1}
+held:
+  description: The asked packages on hold (C(apt-mark hold)), as I(installed) is read.
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia-driver]
 lists_age:
   description: Seconds since apt's lists were last updated, or null where they never were.
   returned: always
@@ -138,12 +153,18 @@ def judge(module: AnsibleModule) -> dict:
     p = module.params
     age = lists_age()
     specs = apt_status.parse_specs(p["name"])
-    if p["state"] != "present" or specs is None:
-        return {"needs_apt": True, "missing": [], "lists_age": age, "why": "state or names only apt can judge"}
+    unjudged = {"needs_apt": True, "missing": [], "lists_age": age, "installed": {}, "held": []}
+    if specs is None:
+        return dict(unjudged, why="names only apt can judge")
     names = [name for name, _version in specs]
     rc, out, err = module.run_command(["dpkg-query", "-W", f"-f={apt_status.QUERY_FORMAT}", "--", *names])
     if rc not in (0, 1):  # 1: some names unknown to dpkg, which the parser sees as missing
-        return {"needs_apt": True, "missing": [], "lists_age": age, "why": f"dpkg-query failed: {err.strip()}"}
+        return dict(unjudged, why=f"dpkg-query failed: {err.strip()}")
+    versions = apt_status.installed(out)
+    found = {"installed": {name: versions[name][0] for name in names if name in versions}}
+    found["held"] = [name for name in apt_status.held(out) if name in found["installed"]]
+    if p["state"] != "present":
+        return dict(unjudged, **found, why=f"state {p['state']}: only apt can judge")
     missing = apt_status.missing(specs, out)
     stale = apt_status.lists_stale(p["update_cache"], p["cache_valid_time"], age)
     if missing:
@@ -158,6 +179,7 @@ def judge(module: AnsibleModule) -> dict:
         "missing": missing,
         "lists_age": age,
         "why": why,
+        **found,
     }
 
 

@@ -19,6 +19,10 @@ def test_only_fully_installed_packages_count():
     }
 
 
+def test_held_packages_in_dpkgs_order():
+    assert apt_status.held(QUERY) == ["libnccl2", "nvidia-smi"]
+
+
 def test_nothing_missing_where_every_package_is_installed_or_held():
     specs = apt_status.parse_specs(["ceph-common", "libnccl2=2.21.5-1+cuda12.4", "nvidia-smi=535.247.*", "libc6"])
     assert apt_status.missing(specs, QUERY) == []

@@ -37,6 +37,9 @@ def test_installed_at_their_pins_and_lists_current_needs_no_apt(run_module):
     assert asked == [["dpkg-query", "-W", f"-f={packages.apt_status.QUERY_FORMAT}", "--", "ceph-common", "libnccl2"]]
     assert (result["changed"], result["needs_apt"], result["missing"]) == (False, False, [])
     assert result["why"] == "every package installed and apt's lists current"
+    # What a role would otherwise ask dpkg again: the versions installed, and which of them are held.
+    assert result["installed"] == {"ceph-common": "16.2.15+ds-0+deb12u1", "libnccl2": "2.21.5-1+cuda12.4"}
+    assert result["held"] == ["libnccl2"]
 
 
 def test_a_package_off_its_pin_or_missing_needs_apt(run_module):
@@ -60,10 +63,13 @@ def test_lists_stay_valid_for_an_hour_unless_the_task_says_otherwise(run_module)
     assert result["needs_apt"] and result["why"] == "apt's lists to update"
 
 
-def test_what_only_apt_can_judge_goes_to_apt_without_asking_dpkg(run_module):
-    for args in ({"name": ["ceph-common"], "state": "latest"}, {"name": ["./local.deb"]}):
-        result, asked = judge(run_module, args)
-        assert result["needs_apt"] and asked == [], args
+def test_what_only_apt_can_judge_goes_to_apt(run_module):
+    result, asked = judge(run_module, {"name": ["./local.deb"]})
+    assert (result["needs_apt"], asked, result["installed"], result["held"]) == (True, [], {}, [])
+    # latest and absent: dpkg is still asked, for what is installed now.
+    result, asked = judge(run_module, {"name": ["nvidia-smi", "tang"], "state": "latest"})
+    assert result["needs_apt"] and len(asked) == 1 and result["why"] == "state latest: only apt can judge"
+    assert (result["installed"], result["held"]) == ({"nvidia-smi": "535.247.01-1~deb12u1"}, ["nvidia-smi"])
 
 
 def test_check_mode_simulates_the_missing_packages_with_the_tasks_options_and_reports_them(run_module):
