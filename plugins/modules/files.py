@@ -17,6 +17,8 @@ description:
     is reported as one that would be written (a package that is not installed yet would create it).
   - Contents are module arguments, so a task that writes a secret must be C(no_log), as a C(copy) of
     it would be.
+  - With I(links), symbolic links are made or pointed anew after the files; a path that holds a file or a
+    directory rather than a link is refused, never replaced.
   - With I(prune), files a role wrote earlier and no longer wants (a link gone from the plan) are removed
     in the same run.
   - With I(services), the units that run on these files are enabled and started in the same run, and
@@ -83,6 +85,20 @@ options:
       group:
         description: Group of the file; the connecting user's when not given.
         type: str
+  links:
+    description: Symbolic links to make, or to point anew where they point elsewhere, after I(files).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path of the link; its directory must exist (in check mode, a missing one would be made).
+        type: path
+        required: true
+      target:
+        description: What the link points to, as C(ln -s) takes it (relative to the link's directory, or absolute).
+        type: str
+        required: true
   prune:
     description: Directories to clear of the role's stale files, after writing I(files).
     type: list
@@ -164,8 +180,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed_paths:
-  description: The directories and files created, written or whose attributes were set, then the files
-    removed (or that would be, in check mode), in the order given.
+  description: The directories and files created, written or whose attributes were set, the links made or
+    pointed anew, then the files removed (or that would be, in check mode), in the order given.
   returned: always
   type: list
   elements: str
@@ -248,6 +264,32 @@ def one_file(module: AnsibleModule, entry: dict, diffs: list[dict]) -> bool:
         return True
     file_args = module.load_file_common_arguments({"path": path, **{k: entry.get(k) for k in ATTRIBUTES}})
     return module.set_fs_attributes_if_different(file_args, changed) or changed
+
+
+def one_link(module: AnsibleModule, entry: dict, diffs: list[dict]) -> bool:
+    """Make one link, or point it anew, in one rename; True when it changed (or would)."""
+    path, target = entry["path"], entry["target"]
+    before = os.readlink(path) if os.path.islink(path) else None
+    if before is None and os.path.lexists(path):
+        module.fail_json(msg=f"{path}: a file or directory is there, not a link to {target}; it was left as it is")
+    if before == target:
+        return False
+    diffs.append(
+        {
+            "before_header": path,
+            "after_header": path,
+            "before": f"-> {before}\n" if before else "",
+            "after": f"-> {target}\n",
+        }
+    )
+    if module.check_mode:
+        return True
+    if not os.path.isdir(os.path.dirname(path)):
+        module.fail_json(msg=f"{path}: its directory {os.path.dirname(path)} does not exist")
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.link")
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
+    return True
 
 
 def stale(directory: dict, wanted: set[str]) -> list[str]:
@@ -349,6 +391,12 @@ def main() -> None:
                     validate=dict(type="str"),
                 ),
             ),
+            links=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(path=dict(type="path", required=True), target=dict(type="str", required=True)),
+            ),
             prune=dict(
                 type="list",
                 elements="dict",
@@ -373,7 +421,9 @@ def main() -> None:
     )
     p = module.params
     relative = [
-        entry["path"] for entry in p["directories"] + p["files"] + p["prune"] if not os.path.isabs(entry["path"])
+        entry["path"]
+        for entry in p["directories"] + p["files"] + p["links"] + p["prune"]
+        if not os.path.isabs(entry["path"])
     ]
     if relative:
         module.fail_json(msg=f"files: paths must be absolute, got {', '.join(relative)}")
@@ -383,6 +433,7 @@ def main() -> None:
     diffs: list[dict] = []
     changed_paths = [entry["path"] for entry in p["directories"] if one_directory(module, entry)]
     changed_paths += [entry["path"] for entry in p["files"] if one_file(module, entry, diffs)]
+    changed_paths += [entry["path"] for entry in p["links"] if one_link(module, entry, diffs)]
     wanted = {os.path.normpath(entry["path"]) for entry in p["files"]}
     for path in [path for directory in p["prune"] for path in stale(directory, wanted)]:
         remove(module, path, diffs)

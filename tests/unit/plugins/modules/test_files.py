@@ -273,3 +273,34 @@ def test_a_path_an_earlier_task_changed_restarts_what_reads_it(run_module, tmp_p
     assert not failed and result["changed_paths"] == [] and result["changed_services"] == ["nut-server: restarted"]
     result, failed = run_module(files.main, args, run_command=systemctl)
     assert not failed and not result["changed"]
+
+
+def test_links_made_pointed_anew_then_left_alone_and_a_file_in_the_way_refused(run_module, tmp_path):
+    (tmp_path / "lib").mkdir()
+    home, so = tmp_path / "nccl", tmp_path / "lib" / "libnccl.so"
+    links = [{"path": str(home), "target": str(tmp_path / "lib")}, {"path": str(so), "target": "libnccl.so.2"}]
+    result, failed = run_module(files.main, {"files": [], "links": links}, check_mode=True)
+    assert not failed and result["changed_paths"] == [str(home), str(so)] and not os.path.lexists(home)
+    result, failed = run_module(files.main, {"files": [], "links": links})
+    assert not failed and result["changed_paths"] == [str(home), str(so)]
+    assert os.readlink(home) == str(tmp_path / "lib") and os.readlink(so) == "libnccl.so.2"
+    assert result["diff"][1] == {
+        "before_header": str(so),
+        "after_header": str(so),
+        "before": "",
+        "after": "-> libnccl.so.2\n",
+    }
+    result, failed = run_module(files.main, {"files": [], "links": links})
+    assert not failed and not result["changed"]
+    links[1]["target"] = "libnccl.so.2.21.5"
+    result, failed = run_module(files.main, {"files": [], "links": links, "_ansible_diff": True})
+    assert not failed and result["changed_paths"] == [str(so)] and os.readlink(so) == "libnccl.so.2.21.5"
+    assert (result["diff"][0]["before"], result["diff"][0]["after"]) == ("-> libnccl.so.2\n", "-> libnccl.so.2.21.5\n")
+    assert [p.name for p in (tmp_path / "lib").iterdir()] == ["libnccl.so"]  # no temporary link left
+    (tmp_path / "plain").write_text("data\n")
+    result, failed = run_module(files.main, {"files": [], "links": [{"path": str(tmp_path / "plain"), "target": "x"}]})
+    assert (
+        failed
+        and result["msg"] == f"{tmp_path}/plain: a file or directory is there, not a link to x; it was left as it is"
+    )
+    assert (tmp_path / "plain").read_text() == "data\n"
