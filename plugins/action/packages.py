@@ -7,33 +7,27 @@ from __future__ import annotations
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import apt_status
+from ansible_collections.gpulab.cluster.plugins.plugin_utils.read_first import ReadFirstAction
 
-display = Display()
 
+class ActionModule(ReadFirstAction):
+    READER = "gpulab.cluster.packages"
+    WORKER = "ansible.builtin.apt"
+    NEEDED = "needs_apt"
+    READ = {"installed": {}, "held": []}
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
-    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
+    def module_args(self, args: dict[str, Any]) -> dict[str, Any]:
         if boolean(args.get("update_cache", False), strict=False):
             # The module's default, given to apt as well (apt's own, 0, would update the lists every time).
             # Only with update_cache: apt updates stale lists whenever cache_valid_time is set.
             args.setdefault("cache_valid_time", apt_status.CACHE_VALID_TIME)
-        status = self._execute_module(module_name="gpulab.cluster.packages", module_args=args, task_vars=task_vars)
-        display.vv(f"packages: {status.get('why', status.get('msg'))}", host=task_vars.get("inventory_hostname"))
-        if status.get("failed") or status.get("simulated") or not status.get("needs_apt", True):
-            result.update(status)
-            return result
-        result.update(self._execute_module(module_name="ansible.builtin.apt", module_args=args, task_vars=task_vars))
-        if result.get("changed") and not result.get("failed") and not self._play_context.check_mode:
-            status = self._execute_module(
-                module_name="gpulab.cluster.packages", module_args=dict(args, update_cache=False), task_vars=task_vars
-            )
-        result.update(installed=status.get("installed", {}), held=status.get("held", []))
-        return result
+        return args
+
+    def reread_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        return dict(args, update_cache=False)
+
+    def settled(self, status: dict[str, Any]) -> bool:
+        # In check mode the module simulated the install itself.
+        return super().settled(status) or bool(status.get("simulated"))
