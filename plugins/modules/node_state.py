@@ -12,6 +12,8 @@ description:
     made, a daemon running, a manager module on, a file system there), where each of them was a probe or
     a task of its own - the ceph role on its monitor hosts, the slurm role for its daemons.
   - I(paths) - each path's owner, group and mode, or null where it does not exist.
+  - I(contents) - each small text file's content, or null where it does not exist; not for secrets,
+    which would show in the task's result.
   - I(units) - each unit's state from one C(systemctl show).
   - With I(ceph), where I(admin_keyring) exists - C(ceph status) and C(ceph fs ls), each under
     I(timeout); monitors that do not answer leave C(ceph.answered) false with the reason, which is not
@@ -21,6 +23,11 @@ author: gpulab developers (@gpulab)
 options:
   paths:
     description: Files and directories to look at.
+    type: list
+    elements: path
+    default: []
+  contents:
+    description: Small text files to read whole (a settings file the role merges into, a record it left).
     type: list
     elements: path
     default: []
@@ -67,6 +74,11 @@ paths:
   returned: always
   type: dict
   sample: {/var/lib/ceph/gpulab: "ceph:ceph 0700", /var/lib/ceph/mds/ceph-storage1/keyring: null}
+contents:
+  description: Each of I(contents) as text, or null where it does not exist.
+  returned: always
+  type: dict
+  sample: {/etc/docker/daemon.json: '{"log-driver": "journald"}', /var/lib/gpulab/nvidia-driver.json: null}
 units:
   description:
     - Each of I(units) - C(active) (running or starting), C(enabled) (or static), C(load) (systemd's LoadState).
@@ -108,11 +120,13 @@ from ansible_collections.gpulab.cluster.plugins.module_utils import ceph, system
 
 ARGUMENT_SPEC = dict(
     paths=dict(type="list", elements="path", default=[]),
+    contents=dict(type="list", elements="path", default=[]),
     units=dict(type="list", elements="str", default=[]),
     ceph=dict(type="bool", default=False),
     admin_keyring=dict(type="path", default="/etc/ceph/ceph.client.admin.keyring"),
     timeout=dict(type="int", default=10),
 )
+MAX_CONTENT = 1 << 20  # bytes: contents is for settings files and records, not data
 NOT_ASKED = {"answered": False, "quorum": [], "health": None, "checks": {}, "mgr_modules": [], "fs": None}
 
 
@@ -125,6 +139,20 @@ def describe(path: str) -> str | None:
     owner = _name(pwd.getpwuid, st.st_uid)
     group = _name(grp.getgrgid, st.st_gid)
     return f"{owner}:{group} {stat.S_IMODE(st.st_mode):04o}"
+
+
+def content(module: AnsibleModule, path: str) -> str | None:
+    """A small text file's content, or None where it does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONTENT + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        module.fail_json(msg=f"node_state: {path} could not be read: {error.strerror}")
+    if len(data) > MAX_CONTENT:
+        module.fail_json(msg=f"node_state: {path} is over {MAX_CONTENT} bytes; contents reads small text files")
+    return data.decode(errors="replace")
 
 
 def _name(lookup, number: int) -> str:
@@ -191,6 +219,7 @@ def main() -> None:
     module.exit_json(
         changed=False,
         paths={path: describe(path) for path in module.params["paths"]},
+        contents={path: content(module, path) for path in module.params["contents"]},
         units=units,
         running=[name for name, unit in units.items() if unit["active"] and unit["enabled"]],
         ceph=read_ceph(module),

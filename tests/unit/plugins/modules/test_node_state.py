@@ -67,6 +67,26 @@ def test_paths_units_and_the_cluster_in_one_run(run_module, tmp_path):
     assert seen[1:] == [[*timed, "status", "-f", "json"], [*timed, "fs", "ls", "-f", "json"]]
 
 
+def test_contents_are_read_whole_and_a_missing_file_is_null(run_module, tmp_path):
+    settings = tmp_path / "daemon.json"
+    settings.write_text('{\n    "log-driver": "journald"\n}\n')
+    args = {"contents": [str(settings), str(tmp_path / "none")]}
+    result, failed = run_module(node_state.main, args, check_mode=True)
+    assert not failed and result["changed"] is False
+    assert result["contents"] == {str(settings): '{\n    "log-driver": "journald"\n}\n', str(tmp_path / "none"): None}
+    assert result["paths"] == {} and result["units"] == {} and result["running"] == []
+
+
+def test_contents_refuse_a_large_file_and_a_directory_naming_them(run_module, tmp_path, monkeypatch):
+    monkeypatch.setattr(node_state, "MAX_CONTENT", 8)
+    big = tmp_path / "big"
+    big.write_text("123456789")
+    result, failed = run_module(node_state.main, {"contents": [str(big)]})
+    assert failed and result["msg"] == f"node_state: {big} is over 8 bytes; contents reads small text files"
+    result, failed = run_module(node_state.main, {"contents": [str(tmp_path)]})
+    assert failed and result["msg"] == f"node_state: {tmp_path} could not be read: Is a directory"
+
+
 def test_the_cluster_is_not_asked_without_the_admin_keyring_or_when_told_not_to(run_module, tmp_path):
     run, seen = answers(CEPH)
     result, failed = run_module(
