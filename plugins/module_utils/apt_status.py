@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 
 # What dpkg-query prints per package: its name, its version and the status abbreviation
 # (desired, current, error: "ii " installed, "hi " installed and held).
@@ -13,6 +14,19 @@ QUERY_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 # The roles' one policy for apt's lists: updated where they are older than an hour (the packages module's
 # default cache_valid_time, which its action also hands to apt).
 CACHE_VALID_TIME = 3600
+# Where the apt module reads the time of the last update from, in its order.
+UPDATE_STAMPS = ("/var/lib/apt/periodic/update-success-stamp", "/var/lib/apt/lists")
+# The packages module's options (its action checks a task's options against them too).
+ARGUMENT_SPEC = {
+    "name": {"type": "list", "elements": "str", "required": True},
+    "state": {"type": "str", "default": "present", "choices": ["present", "latest", "absent"]},
+    "update_cache": {"type": "bool", "default": False},
+    "cache_valid_time": {"type": "int", "default": CACHE_VALID_TIME},
+    "install_recommends": {"type": "bool"},
+    "allow_downgrade": {"type": "bool", "default": False},
+    "allow_change_held_packages": {"type": "bool", "default": False},
+    "policy_rc_d": {"type": "int"},
+}
 # A Debian package name, optionally =VERSION (apt's pin syntax; * matches as in the apt module).
 SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9+.-]+)(?:=(?P<version>[A-Za-z0-9.+~:*-]+))?$")
 
@@ -63,6 +77,71 @@ def lists_stale(update_cache: bool, cache_valid_time: int, lists_age: float | No
     if not update_cache:
         return False
     return cache_valid_time <= 0 or lists_age is None or lists_age > cache_valid_time
+
+
+def unjudged(age: float | None, why: str, **found: object) -> dict:
+    """The answer where only apt can judge: apt runs."""
+    return {"needs_apt": True, "missing": [], "lists_age": age, "installed": {}, "held": [], "why": why, **found}
+
+
+def verdict(
+    params: dict,
+    check_mode: bool,
+    specs: list[tuple[str, str | None]],
+    query: tuple[int, str, str],
+    age: float | None,
+) -> dict:
+    """Whether apt has anything to do for the task's options (`params`), from dpkg-query's answer for the
+    specs' names (rc, stdout, stderr) and the age of apt's lists."""
+    rc, out, err = query
+    if rc not in (0, 1):  # 1: some names unknown to dpkg, which the parser sees as missing
+        return unjudged(age, f"dpkg-query failed: {err.strip()}")
+    names = [name for name, _version in specs]
+    versions = installed(out)
+    found = {"installed": {name: versions[name][0] for name in names if name in versions}}
+    found["held"] = [name for name in held(out) if name in found["installed"]]
+    if params["state"] != "present":
+        return unjudged(age, f"state {params['state']}: only apt can judge", **found)
+    wanting = missing(specs, out)
+    stale = lists_stale(params["update_cache"], params["cache_valid_time"], age)
+    if wanting:
+        why = f"to install: {', '.join(wanting)}"
+    elif stale and check_mode:
+        why = "every package installed; apt's lists are stale, and check mode does not update them"
+    else:
+        why = "apt's lists to update" if stale else "every package installed and apt's lists current"
+    # Apt does not update its lists in check mode: stale lists alone give it nothing to do there.
+    return {
+        "needs_apt": bool(wanting) or (stale and not check_mode),
+        "missing": wanting,
+        "lists_age": age,
+        "why": why,
+        **found,
+    }
+
+
+# The line the shell read ends with: dpkg-query's exit status, the node's clock, the lists' time (or nothing).
+READ_MARK = "gpulab-read"
+
+
+def read_command(names: list[str]) -> str:
+    """A POSIX shell command that asks dpkg-query about `names` and says when apt's lists were last updated,
+    for a node where no Python need start (the packages action's first read)."""
+    stamps = " || ".join(f"stat -c %Y {shlex.quote(path)} 2>/dev/null" for path in UPDATE_STAMPS)
+    query = shlex.join(["dpkg-query", "-W", f"-f={QUERY_FORMAT}", "--", *names])
+    return f'{query} 2>/dev/null; echo "{READ_MARK} $? $(date +%s) $({stamps})"'
+
+
+def parse_read(stdout: str) -> tuple[tuple[int, str, str], float | None] | None:
+    """((dpkg-query's rc, its output, ""), the lists' age) from read_command's output; None where it is not
+    that command's output."""
+    # Over SSH with a terminal (Ansible asks for one where it may become another user) lines end in CRLF.
+    head, mark, tail = stdout.replace("\r\n", "\n").rpartition(f"{READ_MARK} ")
+    fields = tail.split()
+    if not mark or len(fields) not in (2, 3) or not all(field.isdigit() for field in fields):
+        return None
+    age = float(int(fields[1]) - int(fields[2])) if len(fields) == 3 else None
+    return (int(fields[0]), head, ""), age
 
 
 # "Inst NAME [INSTALLED] (CANDIDATE ARCHIVE [ARCH])" in apt-get --simulate's output.

@@ -15,6 +15,10 @@ description:
     options, which then does all the work, check mode and diff included.
   - On a run that changes nothing this spares every package task apt's cache, which takes seconds to open
     on each node (tens of seconds under emulation).
+  - The action asks dpkg first with one shell command (C(dpkg-query) and C(stat) of apt's lists, no Python on
+    the node) and judges the answer on the controller. Where everything is installed and the lists are current,
+    that is the task's whole answer. Otherwise, or where the answer is not what it expects, this module reads
+    again and decides, as it would alone.
   - In check mode the module does apt's part itself where it can. It runs C(apt-get --simulate install) for
     the missing packages, which resolves their dependencies and fails on a version the sources lack as apt's
     check mode does, and reports what would be installed, without opening apt's cache in Python. Apt's lists
@@ -127,23 +131,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.cluster.plugins.module_utils import apt_status
 
-# Where the apt module reads the time of the last update from, in its order.
-UPDATE_STAMPS = ("/var/lib/apt/periodic/update-success-stamp", "/var/lib/apt/lists")
-
-ARGUMENT_SPEC = {
-    "name": {"type": "list", "elements": "str", "required": True},
-    "state": {"type": "str", "default": "present", "choices": ["present", "latest", "absent"]},
-    "update_cache": {"type": "bool", "default": False},
-    "cache_valid_time": {"type": "int", "default": apt_status.CACHE_VALID_TIME},
-    "install_recommends": {"type": "bool"},
-    "allow_downgrade": {"type": "bool", "default": False},
-    "allow_change_held_packages": {"type": "bool", "default": False},
-    "policy_rc_d": {"type": "int"},
-}
-
 
 def lists_age() -> float | None:
-    for path in UPDATE_STAMPS:
+    for path in apt_status.UPDATE_STAMPS:
         if os.path.exists(path):
             return time.time() - os.path.getmtime(path)
     return None
@@ -153,34 +143,11 @@ def judge(module: AnsibleModule) -> dict:
     p = module.params
     age = lists_age()
     specs = apt_status.parse_specs(p["name"])
-    unjudged = {"needs_apt": True, "missing": [], "lists_age": age, "installed": {}, "held": []}
     if specs is None:
-        return dict(unjudged, why="names only apt can judge")
+        return apt_status.unjudged(age, "names only apt can judge")
     names = [name for name, _version in specs]
     rc, out, err = module.run_command(["dpkg-query", "-W", f"-f={apt_status.QUERY_FORMAT}", "--", *names])
-    if rc not in (0, 1):  # 1: some names unknown to dpkg, which the parser sees as missing
-        return dict(unjudged, why=f"dpkg-query failed: {err.strip()}")
-    versions = apt_status.installed(out)
-    found = {"installed": {name: versions[name][0] for name in names if name in versions}}
-    found["held"] = [name for name in apt_status.held(out) if name in found["installed"]]
-    if p["state"] != "present":
-        return dict(unjudged, **found, why=f"state {p['state']}: only apt can judge")
-    missing = apt_status.missing(specs, out)
-    stale = apt_status.lists_stale(p["update_cache"], p["cache_valid_time"], age)
-    if missing:
-        why = f"to install: {', '.join(missing)}"
-    elif stale and module.check_mode:
-        why = "every package installed; apt's lists are stale, and check mode does not update them"
-    else:
-        why = "apt's lists to update" if stale else "every package installed and apt's lists current"
-    # Apt does not update its lists in check mode: stale lists alone give it nothing to do there.
-    return {
-        "needs_apt": bool(missing) or (stale and not module.check_mode),
-        "missing": missing,
-        "lists_age": age,
-        "why": why,
-        **found,
-    }
+    return apt_status.verdict(p, module.check_mode, specs, (rc, out, err), age)
 
 
 def simulate(module: AnsibleModule, missing: list[str]) -> dict:
@@ -203,7 +170,7 @@ def simulate(module: AnsibleModule, missing: list[str]) -> dict:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=apt_status.ARGUMENT_SPEC, supports_check_mode=True)
     result = {"changed": False, "simulated": False, **judge(module)}
     if module.check_mode and result["missing"] and not any("*" in spec for spec in result["missing"]):
         result.update(simulate(module, result["missing"]))
