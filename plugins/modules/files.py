@@ -13,6 +13,10 @@ description:
     owner and group where they differ.
   - One module run for the whole set, where a C(copy) or C(template) loop costs a connection per file.
     Its action renders each I(template) and reads each I(src) on the controller first.
+  - The action first asks the node with one shell command (C(stat), C(sha1sum), C(readlink), C(find),
+    C(systemctl show); no Python, no contents sent) and compares on the controller. Where every directory, file,
+    link, pruned directory and service is as asked, the module does not run. Anything that read cannot judge
+    exactly (a symbolic mode, a path through a link, output it does not expect) leaves the task to the module.
   - A file's directory must exist, or be in I(directories). In check mode a file in a missing directory
     is reported as one that would be written (a package that is not installed yet would create it).
   - Contents are module arguments, so a task that writes a secret must be C(no_log), as a C(copy) of
@@ -201,7 +205,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.cluster.plugins.module_utils import systemd
+from ansible_collections.gpulab.cluster.plugins.module_utils import file_status, systemd
 
 ATTRIBUTES = ("owner", "group", "mode")
 
@@ -369,54 +373,8 @@ def converge_services(module: AnsibleModule, services: list[dict], changed_paths
 
 
 def main() -> None:
-    attributes = dict(
-        path=dict(type="path", required=True),
-        mode=dict(type="str", required=True),
-        owner=dict(type="str"),
-        group=dict(type="str"),
-    )
     module = AnsibleModule(
-        argument_spec=dict(
-            directories=dict(type="list", elements="dict", default=[], options=attributes),
-            files=dict(
-                type="list",
-                elements="dict",
-                required=True,
-                options=dict(
-                    attributes,
-                    content=dict(type="str"),
-                    template=dict(type="str"),
-                    vars=dict(type="dict"),
-                    src=dict(type="str"),
-                    validate=dict(type="str"),
-                ),
-            ),
-            links=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(path=dict(type="path", required=True), target=dict(type="str", required=True)),
-            ),
-            prune=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    path=dict(type="path", required=True), patterns=dict(type="list", elements="str", required=True)
-                ),
-            ),
-            also_changed=dict(type="list", elements="str", default=[]),
-            services=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    name=dict(type="str", required=True),
-                    start=dict(type="bool", default=True),
-                    restart_on=dict(type="list", elements="str", default=[]),
-                ),
-            ),
-        ),
+        argument_spec=file_status.ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     p = module.params

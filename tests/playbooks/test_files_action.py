@@ -104,7 +104,24 @@ def test_templates_render_as_the_template_action_renders_them_and_a_rerun_change
     # An entry's vars reach its own template only: the next entry and the next task see the role's.
     assert json.loads(results["Show the variables after"]["msg"]) == {"peers": ["a", "b"], "port": 8080}
     run, report = play(tmp_path, playbook)
-    assert run.returncode == 0 and tasks(report)["Write the demo files"]["changed"] is False
+    rerun = tasks(report)["Write the demo files"]
+    assert run.returncode == 0 and rerun["changed"] is False
+    # The shell read settled it: the module never ran (its results carry its invocation).
+    assert "invocation" not in rerun and rerun["changed_paths"] == []
+
+
+def test_a_file_changed_by_hand_is_written_again_after_a_run_that_changed_nothing(tmp_path):
+    playbook = make_role(tmp_path)
+    assert play(tmp_path, playbook)[0].returncode == 0
+    demo, second = tmp_path / "out" / "demo.conf", tmp_path / "out" / "second.conf"
+    expected = demo.read_text()
+    demo.write_text(expected.replace("port=9090", "port=9091"))
+    second.chmod(0o600)
+    run, report = play(tmp_path, playbook)
+    written = tasks(report)["Write the demo files"]
+    assert run.returncode == 0 and written["changed"] is True and "invocation" in written
+    assert written["changed_paths"] == [str(demo), str(second)]
+    assert demo.read_text() == expected and second.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_missing_template_is_named(tmp_path):
