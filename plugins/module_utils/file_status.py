@@ -97,10 +97,11 @@ def _questions(params: dict[str, Any]) -> list[str]:
     questions += [f"readlink -- {shlex.quote(link['path'])}" for link in params["links"]]
     for directory in params["prune"]:
         quoted = shlex.quote(directory["path"])
-        # Regular files only (find -type f leaves links out), each name ended by /, which no name holds.
+        # Regular files only (find -type f leaves links out), each name ended by /, which no name holds; a
+        # listing find finished ends in //, so that a find that failed part way does not read as a short one.
         questions.append(
-            f"if [ -d {quoted} ]; then find {quoted} -mindepth 1 -maxdepth 1 -type f -printf '%f/'; "
-            f"elif [ -e {quoted} ]; then echo not-a-directory; fi"
+            f"if [ -d {quoted} ]; then find {quoted} -mindepth 1 -maxdepth 1 -type f -printf '%f/' && printf //; "
+            f"elif [ -e {quoted} ]; then echo not-a-directory; else printf //; fi"
         )
     return questions
 
@@ -165,6 +166,8 @@ def settled(params: dict[str, Any], stdout: str, check_mode: bool) -> str | None
         listing = answers.pop()
         if listing == "not-a-directory":
             return f"{directory['path']}: not a directory"
+        if not listing.endswith("//"):
+            return f"{directory['path']}: its listing did not finish"
         for name in filter(None, listing.split("/")):
             path = os.path.normpath(os.path.join(directory["path"], name))
             if path not in wanted and any(fnmatch.fnmatch(name, pattern) for pattern in directory["patterns"]):

@@ -2,6 +2,7 @@
 sha1sum, readlink, find), and judged: settled only where every path and service is as the task wants it."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -81,7 +82,7 @@ def test_a_tree_as_the_task_wants_it_is_settled(tmp_path):
         (lambda t: os.replace(t / "etc/a.conf", t / "a.real") or os.symlink(t / "a.real", t / "etc/a.conf"), "a.conf"),
         # An answer with a line break in it (a link's target on disk) is not read as two answers.
         (lambda t: (t / "current").unlink() or os.symlink("etc/a.conf\n1:x", t / "current"), "broke its line"),
-        (lambda t: (t / "etc/new\nline.conf").write_text("x"), "unexpected output"),
+        (lambda t: (t / "etc/new\nline.conf").write_text("x"), "did not finish"),
     ],
 )
 def test_what_differs_leaves_the_task_to_the_module(tmp_path, change, why):
@@ -89,6 +90,19 @@ def test_what_differs_leaves_the_task_to_the_module(tmp_path, change, why):
     change(tmp_path)
     params = task(tmp_path)
     assert why in file_status.settled(params, read(params), check_mode=False)
+
+
+def test_a_prune_listing_find_did_not_finish_is_not_read_as_a_short_one(tmp_path):
+    build(tmp_path)
+    (tmp_path / "etc/old.conf").write_text("x\n")
+    params = task(tmp_path)
+    # find failed (a find without -printf, say) after printing nothing, or part of the listing.
+    for listing in ("", "notes.txt/"):
+        out = re.sub(r"^6:.*$", f"6:{listing}", read(params), flags=re.M)  # the prune directory
+        assert file_status.settled(params, out, check_mode=False).endswith("its listing did not finish")
+    # A prune directory that does not exist has nothing to remove.
+    params["prune"][0]["path"] = str(tmp_path / "gone")
+    assert file_status.settled(params, read(params), check_mode=False) is None
 
 
 def test_lines_ended_by_a_terminal_read_alike(tmp_path):
