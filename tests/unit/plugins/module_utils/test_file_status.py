@@ -137,6 +137,9 @@ def test_services_settled_only_where_enabled_running_and_not_to_restart(tmp_path
     # A path an earlier task changed that a restart_on pattern matches.
     changed = task(tmp_path, services=services, also_changed=["/etc/prometheus/prometheus.yml"])
     assert file_status.settled(changed, read(changed, running), check_mode=False) == "prometheus: restart"
+    # A unit an earlier task wrote: the module has systemd read its units again first.
+    unit = task(tmp_path, services=services, also_changed=["/etc/systemd/system/prometheus.service"])
+    assert file_status.settled(unit, read(unit, running), check_mode=False) == "systemd reads its units again"
     # systemctl answered for fewer units than asked (no systemd): the module's to report.
     assert "1 units, 2 asked" in file_status.settled(params, read(params, running.split("\n\n", maxsplit=1)[0]), False)
 
