@@ -25,6 +25,8 @@ DROP_COUNTERS = ("rx_dropped", "tx_dropped", "rx_errors", "tx_errors", "rx_crc_e
 PAUSE_COUNTER = re.compile(r"^(rx|tx)_(prio\d_)?pause(_ctrl_phy|_frames)?$")
 # IPv4 + ICMP headers: the ICMP payload that fills a packet of exactly the MTU.
 IPV4_ICMP_HEADERS = 28
+# What an iperf3 server answers a client while it serves another ("the server is busy running a test. try again later").
+SERVER_BUSY = "the server is busy"
 
 
 class NetParseError(ValueError):

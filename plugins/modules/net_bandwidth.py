@@ -9,7 +9,11 @@ module: net_bandwidth
 short_description: Measure iperf3 bandwidth and jumbo-frame reachability from this node to its peers
 description:
   - For each peer, runs an C(iperf3) client with parallel streams against the C(iperf3) server the peer runs,
-    and a do-not-fragment C(ping) sized to fill the MTU exactly, one peer at a time.
+    and a do-not-fragment C(ping) sized to fill the MTU exactly, one peer at a time, in the order given.
+  - Every node may run it at once. A peer's server takes one test at a time and answers any other client that it
+    is busy; such a peer is tried again after the others, so that each node sends to one peer and receives from
+    at most one at any moment, as in a ring all-reduce. A server still busy after (peers + 1) x (I(duration) + 5)
+    seconds fails its bandwidth check.
   - Reads the outgoing interface's link speed and its drop, error and pause counters before and after.
   - Bandwidth passes at I(min_gbps), or at I(min_ratio) times the line rate (I(line_rate_gbps), else the link
     speed the NIC reports). Drops that grow during the test warn; pause frames are reported only.
@@ -66,14 +70,15 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
-- name: Measure every other compute node on the compute network, one client at a time
+- name: Measure every other compute node on the compute network, every node at once
   gpulab.cluster.net_bandwidth:
     peers: "{{ hostvars | gpulab.cluster.node_addresses(__others, gpulab_network, 'compute')
                | dict2items(key_name='name', value_name='address') }}"
     line_rate_gbps: 100
   vars:
-    __others: "{{ groups['compute'] | difference([inventory_hostname]) }}"
-  throttle: 1
+    # From the next node on: at the start every node sends to a different peer.
+    __me: "{{ groups['compute'].index(inventory_hostname) }}"
+    __others: "{{ groups['compute'][__me | int + 1:] + groups['compute'][:__me | int] }}"
 
 - name: Against one address, with a fixed pass mark
   gpulab.cluster.net_bandwidth:
@@ -105,6 +110,7 @@ interface:
   sample: {name: eth0, mtu: 9000, speed_gbps: 100, counter_deltas: {rx_dropped: 0}}
 """
 
+import collections
 import json
 import os
 import time
@@ -153,9 +159,9 @@ def _counters(module: AnsibleModule, interface: str) -> dict[str, int]:
     return counters
 
 
-def _measure(module: AnsibleModule, peer: dict, iperf3: str, ping: str, mtu: int) -> dict:
+def _iperf3(module: AnsibleModule, peer: dict, iperf3: str) -> tuple[int, str, str]:
+    """One client run against the peer's server: (rc, JSON output, stderr)."""
     p = module.params
-    found: dict = {"name": peer["name"], "address": peer["address"]}
     # The timeout bounds a server that accepts but never answers.
     cmd = [iperf3, "-c", peer["address"], "-p", str(p["port"]), "-P", str(p["streams"]), "-t", str(p["duration"])]
     cmd = ["timeout", str(p["duration"] + 20), *cmd, "-J", "--connect-timeout", "5000"]
@@ -165,23 +171,53 @@ def _measure(module: AnsibleModule, peer: dict, iperf3: str, ping: str, mtu: int
         # (esnet/iperf#1405): once more, so that a passing moment's failure is not the verdict.
         time.sleep(1)
         rc, out, err = module.run_command(cmd)
-    try:
-        found["iperf"] = nt.parse_iperf3(out)
-        found["iperf_error"] = None
-    except nt.NetParseError as exc:
-        found["iperf"] = None
-        said = "iperf3 printed nothing, twice" if not out.strip() else f"{exc}: {out.strip()[:120]!r}"
-        found["iperf_error"] = f"{said} (rc {rc}{'; ' + err.strip() if err.strip() else ''})"
+    return rc, out, err
+
+
+def _bandwidths(module: AnsibleModule, iperf3: str) -> dict[str, dict]:
+    """Peer name -> {iperf, iperf_error}. A peer whose server is busy with another node's test goes to the back
+    of the queue; when every peer left was busy in a row, wait half a second before the next round."""
+    p = module.params
+    found: dict[str, dict] = {}
+    queue = collections.deque(p["peers"])
+    started = time.monotonic()
+    give_up = started + (len(p["peers"]) + 1) * (p["duration"] + 5)
+    busy_in_a_row = 0
+    while queue:
+        peer = queue.popleft()
+        rc, out, err = _iperf3(module, peer, iperf3)
+        busy = nt.SERVER_BUSY in out
+        if busy and time.monotonic() < give_up:
+            queue.append(peer)
+            busy_in_a_row += 1
+            if busy_in_a_row >= len(queue):
+                time.sleep(0.5)
+                busy_in_a_row = 0
+            continue
+        busy_in_a_row = 0
+        try:
+            found[peer["name"]] = {"iperf": nt.parse_iperf3(out), "iperf_error": None}
+        except nt.NetParseError as exc:
+            if busy:
+                said = f"its server was still busy with other tests after {time.monotonic() - started:.0f} s"
+            else:
+                said = "iperf3 printed nothing, twice" if not out.strip() else f"{exc}: {out.strip()[:120]!r}"
+            found[peer["name"]] = {
+                "iperf": None,
+                "iperf_error": f"{said} (rc {rc}{'; ' + err.strip() if err.strip() else ''})",
+            }
+    return found
+
+
+def _path_mtu(module: AnsibleModule, peer: dict, ping: str, mtu: int) -> dict:
+    """{ping, ping_error}: a do-not-fragment ping sized to fill the MTU."""
     rc, out, err = module.run_command(
         [ping, "-M", "do", "-s", str(nt.ping_payload(mtu)), "-c", "3", "-i", "0.05", "-W", "2", peer["address"]]
     )
     try:
-        found["ping"] = nt.parse_ping(out + "\n" + err)
-        found["ping_error"] = None
+        return {"ping": nt.parse_ping(out + "\n" + err), "ping_error": None}
     except nt.NetParseError as exc:
-        found["ping"] = None
-        found["ping_error"] = f"{exc} (rc {rc}; {err.strip() or out.strip()[-200:]})"
-    return found
+        return {"ping": None, "ping_error": f"{exc} (rc {rc}; {err.strip() or out.strip()[-200:]})"}
 
 
 ARGUMENT_SPEC = dict(
@@ -243,7 +279,16 @@ def main() -> None:
     min_gbps = p["min_gbps"] if p["min_gbps"] is not None else (p["min_ratio"] * line_rate if line_rate else None)
 
     before = _counters(module, interface)
-    measured = [_measure(module, peer, iperf3, ping, mtu) for peer in p["peers"]]
+    bandwidths = _bandwidths(module, iperf3)
+    measured = [
+        {
+            "name": peer["name"],
+            "address": peer["address"],
+            **bandwidths[peer["name"]],
+            **_path_mtu(module, peer, ping, mtu),
+        }
+        for peer in p["peers"]
+    ]
     deltas = nt.counter_deltas(before, _counters(module, interface))
 
     records = []

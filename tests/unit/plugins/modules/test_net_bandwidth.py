@@ -108,3 +108,64 @@ def test_a_client_run_that_prints_nothing_is_run_once_more_and_then_fails_saying
     assert checks["bandwidth.gpu2"]["status"] == "pass" and checks["bandwidth.gpu2"]["value"] == 14.116
     assert checks["bandwidth.gpu3"]["status"] == "fail"
     assert checks["bandwidth.gpu3"]["message"] == "iperf3 to gpu3 failed: iperf3 printed nothing, twice (rc 0)"
+
+
+def fake_peers_run(answers, calls):
+    """run_command for gpu2 (172.30.10.14) and gpu3 (172.30.10.15): each iperf3 run takes the peer's next answer."""
+
+    def run(module, cmd, **kw):
+        if "/usr/bin/iperf3" in cmd:
+            name = "gpu2" if "172.30.10.14" in cmd else "gpu3"
+            calls.append(name)
+            answer = answers[name].pop(0) if len(answers[name]) > 1 else answers[name][0]  # the last one stays
+            return 0, (FIXTURES / answer).read_text(), ""
+        if cmd[0] == "/usr/sbin/ip":
+            return 0, '[{"dst":"172.30.10.14","dev":"eth0","prefsrc":"172.30.10.13"}]', ""
+        return 0, (FIXTURES / "ping-ok.txt").read_text(), ""
+
+    return run
+
+
+PEERS = [{"name": "gpu2", "address": "172.30.10.14"}, {"name": "gpu3", "address": "172.30.10.15"}]
+
+
+def test_a_peer_whose_server_is_busy_is_measured_after_the_others(run_module, monkeypatch, tmp_path):
+    """Every node measures at once; a server serving another node's test answers that it is busy."""
+    fake_sysfs(tmp_path)
+    monkeypatch.setattr(net_bandwidth, "SYS_NET", str(tmp_path))
+    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: TOOLS.get(name))
+    sleeps = []
+    monkeypatch.setattr(net_bandwidth.time, "sleep", sleeps.append)
+    answers = {"gpu2": ["iperf3-3.12-busy.json", "iperf3-3.12-busy.json", "iperf3-3.12-P4.json"]}
+    answers["gpu3"] = ["iperf3-3.12-P4.json"]
+    calls = []
+    run = fake_peers_run(answers, calls)
+    result, failed = run_module(net_bandwidth.main, {"peers": PEERS, "fail_on": "never"}, run_command=run)
+    assert not failed and calls == ["gpu2", "gpu3", "gpu2", "gpu2"]
+    assert sleeps == [0.5]  # only gpu2 was left, busy: wait before asking it again
+    checks = {c["check"]: c for c in result["checks"]}
+    assert checks["bandwidth.gpu2"]["status"] == "pass" and checks["bandwidth.gpu2"]["value"] == 14.116
+    assert checks["bandwidth.gpu3"]["status"] == "pass"
+    assert [r["name"] for r in result["results"]] == ["gpu2", "gpu3"]  # in the order given
+
+
+def test_a_server_busy_past_the_wait_fails_its_bandwidth_check_saying_so(run_module, monkeypatch, tmp_path):
+    fake_sysfs(tmp_path)
+    monkeypatch.setattr(net_bandwidth, "SYS_NET", str(tmp_path))
+    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: TOOLS.get(name))
+    clock = [1000.0]
+    monkeypatch.setattr(net_bandwidth.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(net_bandwidth.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    answers = {"gpu2": ["iperf3-3.12-busy.json"], "gpu3": ["iperf3-3.12-P4.json"]}
+    calls = []
+    run = fake_peers_run(answers, calls)
+    args = {"peers": PEERS, "duration": 1, "fail_on": "never"}
+    result, failed = run_module(net_bandwidth.main, args, run_command=run)
+    # (2 peers + 1) x (1 s + 5) = 18 s: gpu2 asked at once, after gpu3, then every half second until then.
+    assert not failed and calls.count("gpu3") == 1 and calls.count("gpu2") == 2 + 36
+    checks = {c["check"]: c for c in result["checks"]}
+    assert checks["bandwidth.gpu3"]["status"] == "pass"
+    assert checks["bandwidth.gpu2"]["status"] == "fail" and checks["bandwidth.gpu2"]["code"] == "NET_IPERF"
+    assert checks["bandwidth.gpu2"]["message"] == (
+        "iperf3 to gpu2 failed: its server was still busy with other tests after 18 s (rc 0)"
+    )
