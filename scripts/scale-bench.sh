@@ -7,7 +7,7 @@
 # The extra nodes (gpu3, gpu4, ...) are whole compute nodes (Slurm, CephFS, the training environment,
 # monitoring, UPS) but stay out of the torch benchmark (validation_bench_hosts: gpu1, gpu2), to fit this
 # machine. The reruns leave out validate_long: its benchmarks measure for as long as they measure, and
-# iperf3's every-pair measurement grows with the square of the nodes; what is compared is the per-task
+# iperf3 measures every ordered pair, n-1 tests per node; what is compared is the per-task
 # cost of a run that has nothing to do. The lab is rebuilt from scratch first and removed at the end
 # (GPULAB_SCALE_KEEP=1 keeps it). Logs and the inventory layer: .cache/scale/.
 set -euo pipefail
