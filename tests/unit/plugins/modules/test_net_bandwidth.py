@@ -83,42 +83,16 @@ def test_bad_input_is_refused(run_module):
     assert failed and "address" in result["msg"]
 
 
-def test_a_client_run_that_prints_nothing_is_run_once_more_and_then_fails_saying_so(run_module, monkeypatch, tmp_path):
-    """iperf3 3.11 and 3.12 end a failed client run under -J with rc 0 and no output (esnet/iperf#1405)."""
-    fake_sysfs(tmp_path)
-    monkeypatch.setattr(net_bandwidth, "SYS_NET", str(tmp_path))
-    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: TOOLS.get(name))
-    monkeypatch.setattr(net_bandwidth.time, "sleep", lambda seconds: None)
-    outputs = {"gpu2": ["", (FIXTURES / "iperf3-3.12-P4.json").read_text()], "gpu3": ["", ""]}
-    iperf_calls = []
-
-    def run(module, cmd, **kw):
-        if "/usr/bin/iperf3" in cmd:
-            name = "gpu2" if "172.30.10.14" in cmd else "gpu3"
-            iperf_calls.append(name)
-            return 0, outputs[name].pop(0), ""
-        if cmd[0] == "/usr/sbin/ip":
-            return 0, '[{"dst":"172.30.10.14","dev":"eth0","prefsrc":"172.30.10.13"}]', ""
-        return 0, (FIXTURES / "ping-ok.txt").read_text(), ""
-
-    peers = [{"name": "gpu2", "address": "172.30.10.14"}, {"name": "gpu3", "address": "172.30.10.15"}]
-    result, failed = run_module(net_bandwidth.main, {"peers": peers, "fail_on": "never"}, run_command=run)
-    assert not failed and iperf_calls == ["gpu2", "gpu2", "gpu3", "gpu3"]
-    checks = {c["check"]: c for c in result["checks"]}
-    assert checks["bandwidth.gpu2"]["status"] == "pass" and checks["bandwidth.gpu2"]["value"] == 14.116
-    assert checks["bandwidth.gpu3"]["status"] == "fail"
-    assert checks["bandwidth.gpu3"]["message"] == "iperf3 to gpu3 failed: iperf3 printed nothing, twice (rc 0)"
-
-
 def fake_peers_run(answers, calls):
-    """run_command for gpu2 (172.30.10.14) and gpu3 (172.30.10.15): each iperf3 run takes the peer's next answer."""
+    """run_command for gpu2 (172.30.10.14) and gpu3 (172.30.10.15): each iperf3 run takes the peer's next answer,
+    a fixture's name ("" for a run that prints nothing); the last one stays."""
 
     def run(module, cmd, **kw):
         if "/usr/bin/iperf3" in cmd:
             name = "gpu2" if "172.30.10.14" in cmd else "gpu3"
             calls.append(name)
-            answer = answers[name].pop(0) if len(answers[name]) > 1 else answers[name][0]  # the last one stays
-            return 0, (FIXTURES / answer).read_text(), ""
+            answer = answers[name].pop(0) if len(answers[name]) > 1 else answers[name][0]
+            return 0, (FIXTURES / answer).read_text() if answer else "", ""
         if cmd[0] == "/usr/sbin/ip":
             return 0, '[{"dst":"172.30.10.14","dev":"eth0","prefsrc":"172.30.10.13"}]', ""
         return 0, (FIXTURES / "ping-ok.txt").read_text(), ""
@@ -127,6 +101,22 @@ def fake_peers_run(answers, calls):
 
 
 PEERS = [{"name": "gpu2", "address": "172.30.10.14"}, {"name": "gpu3", "address": "172.30.10.15"}]
+
+
+def test_a_client_run_that_prints_nothing_is_run_once_more_and_then_fails_saying_so(run_module, monkeypatch, tmp_path):
+    """iperf3 3.11 and 3.12 end a failed client run under -J with rc 0 and no output (esnet/iperf#1405)."""
+    fake_sysfs(tmp_path)
+    monkeypatch.setattr(net_bandwidth, "SYS_NET", str(tmp_path))
+    monkeypatch.setattr(net_bandwidth.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: TOOLS.get(name))
+    monkeypatch.setattr(net_bandwidth.time, "sleep", lambda seconds: None)
+    iperf_calls = []
+    run = fake_peers_run({"gpu2": ["", "iperf3-3.12-P4.json"], "gpu3": [""]}, iperf_calls)
+    result, failed = run_module(net_bandwidth.main, {"peers": PEERS, "fail_on": "never"}, run_command=run)
+    assert not failed and iperf_calls == ["gpu2", "gpu2", "gpu3", "gpu3"]
+    checks = {c["check"]: c for c in result["checks"]}
+    assert checks["bandwidth.gpu2"]["status"] == "pass" and checks["bandwidth.gpu2"]["value"] == 14.116
+    assert checks["bandwidth.gpu3"]["status"] == "fail"
+    assert checks["bandwidth.gpu3"]["message"] == "iperf3 to gpu3 failed: iperf3 printed nothing, twice (rc 0)"
 
 
 def test_a_peer_whose_server_is_busy_is_measured_after_the_others(run_module, monkeypatch, tmp_path):
