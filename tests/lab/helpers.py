@@ -38,8 +38,8 @@ def query(*exprs):
     return json.loads(on("mgmt1", f"python3 -c {shlex.quote(QUERY)} {shlex.quote(json.dumps(exprs))}"))
 
 
-def wait_for(condition, seconds, step=3):
-    """condition's first true value within `seconds`, else its last (false) one."""
+def wait_for(condition, seconds, step=1):
+    """condition's first true value within `seconds`, asked every `step` seconds, else its last (false) one."""
     deadline = time.monotonic() + seconds
     while not (value := condition()) and time.monotonic() < deadline:
         time.sleep(step)
@@ -57,7 +57,7 @@ def submit(work, name, *args, env="", node="gpu1", job="ddp"):
     if not submitted:
         return run.returncode or 1, "", run.stderr
     number = submitted.group(1)
-    assert wait_for(lambda: on(node, f"squeue -h -j {number} 2>/dev/null || :") == "", 600, step=1)
+    assert wait_for(lambda: on(node, f"squeue -h -j {number} 2>/dev/null || :") == "", 600)
     state = re.search(r" JobState=(\S+) .* ExitCode=(\S+)", on(node, f"scontrol -o show job {number}"))
     output = on("gpu2", f"cat {work}/{name}-{number}.out")
     return (0 if state.group(1) == "COMPLETED" else 1), output, f"{run.stderr}{state.group(0)}"

@@ -132,9 +132,7 @@ def test_a_user_disabled_with_a_new_password_is_refused_at_once_and_vvv_shows_no
 def test_a_job_of_a_directory_user_runs_as_her_on_two_nodes_under_her_slurm_account():
     ran = on("gpu1", "runuser -u alice -- srun -N2 --chdir=/tmp sh -c 'echo $(hostname) $(id -un)'", timeout=120)
     assert sorted(ran.splitlines()) == ["gpu1 alice", "gpu2 alice"]
-    record = wait_for(
-        lambda: on("gpu1", "sacct -u alice -X -n -P -o User,Account,State,NNodes | tail -n 1"), 30, step=1
-    )
+    record = wait_for(lambda: on("gpu1", "sacct -u alice -X -n -P -o User,Account,State,NNodes | tail -n 1"), 30)
     assert record == "alice|vision|COMPLETED|2"
     # bob and carol through their group's mapping
     associations = on("mgmt1", "sacctmgr -n -P show association users=bob,carol format=User,Account")

@@ -58,16 +58,16 @@ def work():
 def test_a_scavenger_job_is_preempted_requeued_and_resumes_without_repeating_a_step():
     job, submitted = submit("preempt-lab", "-q", "scavenger")
     assert f"gpulab-sbatch: job {job} runs in QoS scavenger" in submitted
-    assert wait_for(lambda: epochs_logged("preempt-lab") >= 2, 120, step=1), log("preempt-lab")
+    assert wait_for(lambda: epochs_logged("preempt-lab") >= 2, 120), log("preempt-lab")
 
     # An interactive job asking for both nodes: it preempts the scavenger job and runs at once.
     hosts = on("gpu1", "srun -q interactive -N2 --exclusive hostname", timeout=120)
     assert sorted(hosts.split()) == ["gpu1", "gpu2"]
 
     # The ups role's notice that power is on battery, sent to the resumed run: it must not end it.
-    assert wait_for(lambda: re.search(r"resumed from step [\s\S]*^epoch ", log("preempt-lab"), re.M), 120, step=1)
+    assert wait_for(lambda: re.search(r"resumed from step [\s\S]*^epoch ", log("preempt-lab"), re.M), 120)
     on("gpu1", f"scancel --full --signal=USR1 --state=RUNNING {job}")
-    assert wait_for(lambda: finished(job), 300, step=2), runs(job)
+    assert wait_for(lambda: finished(job), 300), runs(job)
     interactive = on("gpu1", "sacct -X -n -P -q interactive -o JobID,State,Start,End | tail -n 1").split("|")
     output = log("preempt-lab")
     # The first run requeued itself (the template, once the workers had stopped); the second completed.

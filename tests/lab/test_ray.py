@@ -88,7 +88,7 @@ def test_a_stopped_worker_drops_out_and_the_report_names_it_and_a_started_one_co
     gpu2 = address("gpu2")
     on("gpu2", "systemctl stop gpulab-ray-worker")
     try:
-        assert wait_for(lambda: gpu2 not in alive(), 60, step=1)
+        assert wait_for(lambda: gpu2 not in alive(), 60)
         status, checks = ray_health()
         assert status == "fail"
         assert checks == [
@@ -98,7 +98,7 @@ def test_a_stopped_worker_drops_out_and_the_report_names_it_and_a_started_one_co
         ]
     finally:
         on("gpu2", "systemctl start gpulab-ray-worker")
-    assert wait_for(lambda: gpu2 in alive(), 90, step=1)
+    assert wait_for(lambda: gpu2 in alive(), 90)
     assert ray_health()[0] == "pass"
 
 
@@ -116,7 +116,7 @@ def test_a_worker_whose_ray_differs_from_the_head_s_refuses_to_start_naming_both
     try:
         on("gpu2", "systemctl restart gpulab-ray-worker")
         # failed, not "activating" (a restart pending): it is not restarted
-        assert wait_for(lambda: on("gpu2", "systemctl is-active gpulab-ray-worker || :") == "failed", 30, step=1)
+        assert wait_for(lambda: on("gpu2", "systemctl is-active gpulab-ray-worker || :") == "failed", 30)
         journal = on("gpu2", "journalctl -u gpulab-ray-worker -n 20 --no-pager")
         assert (
             f"this worker has Ray 2.60.0 on Python {python}, the head mgmt1 has Ray 2.59.0 on Python {python}: "
@@ -128,7 +128,7 @@ def test_a_worker_whose_ray_differs_from_the_head_s_refuses_to_start_naming_both
             f"rm -rf {dropin} && systemctl daemon-reload && systemctl reset-failed gpulab-ray-worker; "
             "systemctl start gpulab-ray-worker",
         )
-    assert wait_for(lambda: address("gpu2") in alive(), 90, step=1)
+    assert wait_for(lambda: address("gpu2") in alive(), 90)
 
 
 def test_a_ray_version_other_than_the_environment_s_is_refused_naming_the_variable():

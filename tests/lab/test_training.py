@@ -86,11 +86,11 @@ def test_a_two_node_ddp_job_trains_on_staged_data_and_resumes_after_sigkill_from
     def output():
         return on("gpu2", f"cat {WORK}/ddp-lab-{job}.out 2>/dev/null || :")
 
-    assert wait_for(lambda: len(losses(output())) >= 3, 120, step=1), output()
+    assert wait_for(lambda: len(losses(output())) >= 3, 120), output()
     # SIGKILL to every worker at once, no grace (scancel would send SIGTERM first, as the job's steps end).
     for node in ("gpu1", "gpu2"):
         on(node, "pkill -KILL -f '/opt/gpulab/jobs/[t]rain_digits.py'")
-    assert wait_for(lambda: on("gpu1", f"squeue -h -j {job} 2>/dev/null || :") == "", 60, step=1)
+    assert wait_for(lambda: on("gpu1", f"squeue -h -j {job} 2>/dev/null || :") == "", 60)
     first = output()
     assert "ranks 2 on nodes gpu1,gpu2 (cpu, gloo)" in first
     falling = losses(first)[:3]

@@ -126,7 +126,7 @@ def test_low_battery_shuts_down_compute_then_storage_then_the_ups_host(lab_ups):
         return len(stamps) == len(NODES)
 
     # A bound for a stuck shutdown; each tier waits at most ups_tier_wait (30 s in the lab) for the one before.
-    assert wait_for(all_down, 150, step=1), stamps
+    assert wait_for(all_down, 150), stamps
     # storage1 went once gpu1 and gpu2 had gone, and mgmt1 once storage1 had: not at their bounds.
     assert max(gone[node] for node in COMPUTE) < stamps["storage1"] < gone["storage1"] < stamps["mgmt1"], (stamps, gone)
     assert stamps["storage1"] - max(gone[node] for node in COMPUTE) < 20, (stamps, gone)
