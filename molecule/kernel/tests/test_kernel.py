@@ -2,7 +2,9 @@
 Clevis and Tang), the management link taken over with a rollback (and undone when it cuts SSH off),
 all of it after a reboot, and a boot that goes on without Tang.
 
-The tests run in file order: the reboot comes after the first look at everything.
+pytest runs the tests that take a VM (`vm`, module-scoped) one VM at a time: kvm1's first look, then the reboot of
+both VMs (with kvm1's after-reboot test), then kvm2's first look and after-reboot test; then the others in file
+order: the rollback, ib_write_bw, and kvm1's boot without Tang.
 """
 
 import json
