@@ -14,14 +14,23 @@ def _whole(value: Any) -> int:
         return 0
 
 
+def _seconds(value: Any) -> float:
+    """Seconds as the argument spec's float takes them ("0.5" too); 0 for anything else."""
+    try:
+        return 0.0 if isinstance(value, bool) else float(str(value))
+    except ValueError:
+        return 0.0
+
+
 def luks_problems(
     devices: list[Mapping[str, Any]], *, keys: Mapping[str, Any], tang: bool, tang_settings: Mapping[str, Any],
-    hosts: Iterable[str], networks: Mapping[str, Any],
+    hosts: Iterable[str], networks: Mapping[str, Any], iteration_time: Any = None,
 ) -> list[str]:  # fmt: skip
-    """Each device has a unique name and a key; with Tang, its server, network and unlock timeout are real.
+    """Each device has a unique name and a key; a key derivation time, if set, is above 0; with Tang, its
+    server, network and unlock timeout are real.
 
     tang_settings: {server, network, unlock_timeout} (luks_tang_*); hosts: the inventory's hosts;
-    networks: gpulab_network's networks.
+    networks: gpulab_network's networks; iteration_time: luks_pbkdf_iteration_time.
     """
     problems = []
     names = [str(device.get("name")) for device in devices]
@@ -31,6 +40,8 @@ def luks_problems(
             "luks_devices must have unique names, each with a key in luks_keys; "
             f"without a key: {', '.join(keyless) or 'none'}"
         )
+    if iteration_time is not None and not _seconds(iteration_time) > 0:
+        problems.append(f"luks_pbkdf_iteration_time must be seconds above 0, or unset (got {iteration_time})")
     if not tang:
         return problems
     server, network, timeout = (tang_settings.get(k) for k in ("server", "network", "unlock_timeout"))

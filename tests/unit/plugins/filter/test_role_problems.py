@@ -73,6 +73,16 @@ def test_luks_devices_need_unique_names_and_keys():
     ]
 
 
+def test_a_key_derivation_time_if_set_is_seconds_above_0():
+    args = {"keys": {}, "tang": False, "tang_settings": TANG, "hosts": ["mgmt1"], "networks": NETWORKS}
+    for seconds in (None, 0.05, "0.5", 2):
+        assert luks_problems([], iteration_time=seconds, **args) == []
+    for seconds in (0, -1, "0", "soon", True):
+        assert luks_problems([], iteration_time=seconds, **args) == [
+            f"luks_pbkdf_iteration_time must be seconds above 0, or unset (got {seconds})"
+        ]
+
+
 def test_tang_settings_are_checked_only_with_tang_and_all_at_once():
     bad = {"server": "mgmt9", "network": "stroage", "unlock_timeout": 0}
     args = {"keys": {}, "hosts": ["mgmt1", "gpu1"], "networks": NETWORKS}
