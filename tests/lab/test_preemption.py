@@ -13,7 +13,9 @@ from helpers import STEPS_PER_EPOCH, on, wait_for
 
 WORK = "/mnt/cephfs/lab-preemption"
 CHECKPOINTS = "/mnt/cephfs/checkpoints/root"  # the template's default: <checkpoints>/<user>/<job name>
-EPOCHS = 100
+# Each run must still be training when the test acts on it, about a second after its second epoch (or its first
+# after resuming): 50 epochs leave some 10 s of training beyond that with the lab alone (0.2 s an epoch).
+EPOCHS = 50
 SCRIPT = f"/opt/gpulab/jobs/train_digits.py --epochs {EPOCHS}"
 
 
