@@ -6,20 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-def _whole(value: Any) -> int:
-    """A whole number as the argument spec's int takes it ("60" too); 0 for anything else."""
+def _number(kind: type[int] | type[float], value: Any) -> int | float:
+    """value as the argument spec's int or float takes it ("60", "0.5" too); 0 for anything else."""
     try:
-        return 0 if isinstance(value, bool) else int(str(value))
+        return 0 if isinstance(value, bool) else kind(str(value))
     except ValueError:
         return 0
-
-
-def _seconds(value: Any) -> float:
-    """Seconds as the argument spec's float takes them ("0.5" too); 0 for anything else."""
-    try:
-        return 0.0 if isinstance(value, bool) else float(str(value))
-    except ValueError:
-        return 0.0
 
 
 def luks_problems(
@@ -40,7 +32,7 @@ def luks_problems(
             "luks_devices must have unique names, each with a key in luks_keys; "
             f"without a key: {', '.join(keyless) or 'none'}"
         )
-    if iteration_time is not None and not _seconds(iteration_time) > 0:
+    if iteration_time is not None and not _number(float, iteration_time) > 0:
         problems.append(f"luks_pbkdf_iteration_time must be seconds above 0, or unset (got {iteration_time})")
     if not tang:
         return problems
@@ -52,7 +44,7 @@ def luks_problems(
         problems.append(
             f"luks_tang needs luks_tang_network to be one of gpulab_network's networks ({known}; got '{network}')"
         )
-    if _whole(timeout) < 1:
+    if _number(int, timeout) < 1:
         problems.append(f"luks_tang needs luks_tang_unlock_timeout at least 1 (got {timeout})")
     return problems
 
